@@ -1,0 +1,57 @@
+"""Nodes: what a pod can land on.
+
+A node carries what both the generic predicates read (labels, taints, ``unschedulable``,
+allocatable) and the HAMi device inventory that GPU sharing is decided on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .gpu import GpuDevice
+from .resources import EMPTY, NVIDIA_GPU, Resources
+
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+@dataclass(frozen=True)
+class Taint:
+    key: str
+    value: str = ""
+    effect: str = "NoSchedule"
+
+
+@dataclass(frozen=True)
+class Node:
+    """One schedulable machine.
+
+    ``allocatable`` already includes ``nvidia.com/gpu`` when the node has a device inventory
+    and the input did not state it: HAMi's device plugin registers devices × time-slices.
+    """
+
+    name: str
+    allocatable: Resources = EMPTY
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
+    unschedulable: bool = False
+    gpus: tuple[GpuDevice, ...] = ()
+
+    @property
+    def pod_capacity(self) -> int:
+        """Maximum pods; Kubernetes' default of 110 when ``pods`` is not allocatable."""
+        return self.allocatable.get("pods", 110)
+
+    def device(self, device_id: str) -> GpuDevice | None:
+        for dev in self.gpus:
+            if dev.id == device_id:
+                return dev
+        return None
+
+
+def with_gpu_allocatable(allocatable: Resources, gpus: tuple[GpuDevice, ...]) -> Resources:
+    """Allocatable with ``nvidia.com/gpu`` derived from the devices when it was not given."""
+    if not gpus or NVIDIA_GPU in allocatable:
+        return allocatable
+    return allocatable + {NVIDIA_GPU: 1000 * sum(d.count for d in gpus)}

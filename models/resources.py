@@ -1,0 +1,196 @@
+"""Resource vectors in Volcano's units, with Volcano's comparison rules.
+
+Volcano keeps CPU in milli-cores, memory in bytes, ``pods`` in whole units and every other
+(scalar) resource ×1000, i.e. in milli-units (``api/resource_info.go:NewResource``). vcopt
+keeps the same units, but as Python integers, so comparisons are exact; Volcano's 0.1
+tolerance (``minResource``) then never changes an integer comparison and is not modelled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from types import MappingProxyType
+
+from .quantity import QuantityError, format_bytes, format_milli, to_milli, to_units
+
+CPU = "cpu"
+MEMORY = "memory"
+PODS = "pods"
+NVIDIA_GPU = "nvidia.com/gpu"
+INFINITE = 1 << 80
+"""Stands for Volcano's MaxFloat64 / MaxInt64 "unlimited" values; far above any real amount."""
+
+_BYTE_RESOURCES = frozenset({MEMORY, "ephemeral-storage", "storage"})
+_UNIT_RESOURCES = frozenset({PODS})
+
+
+def parse_amount(name: str, value: object) -> int:
+    """One quantity in the integer unit vcopt uses for resource ``name``."""
+    if name in _BYTE_RESOURCES or name in _UNIT_RESOURCES:
+        return to_units(value)
+    return to_milli(value)
+
+
+def format_amount(name: str, amount: int) -> str:
+    """Human form of an amount of resource ``name`` (inverse of :func:`parse_amount`)."""
+    if amount >= INFINITE // 2:
+        return "∞"
+    if name in _BYTE_RESOURCES:
+        return format_bytes(amount)
+    if name in _UNIT_RESOURCES:
+        return str(amount)
+    return format_milli(amount)
+
+
+class Resources(Mapping[str, int]):
+    """An immutable resource vector: resource name → amount in vcopt units.
+
+    Zero entries are dropped, so two vectors are equal exactly when every dimension is.
+    """
+
+    __slots__ = ("_data", "_hash")
+
+    def __init__(self, data: Mapping[str, int] | Iterable[tuple[str, int]] = ()) -> None:
+        items = data.items() if isinstance(data, Mapping) else data
+        clean = {k: int(v) for k, v in items if v}
+        self._data = MappingProxyType(dict(sorted(clean.items())))
+        self._hash: int | None = None
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, object]) -> Resources:
+        """From a Kubernetes resource list such as ``{cpu: "8", memory: 64Gi}``.
+
+        Raises ``QuantityError`` naming the resource on a bad quantity.
+        """
+        out: dict[str, int] = {}
+        for name, value in raw.items():
+            try:
+                amount = parse_amount(name, value)
+            except QuantityError as err:
+                raise QuantityError(f"{name}: {err}") from None
+            if amount < 0:
+                raise QuantityError(f"{name}: must not be negative, got {value!r}")
+            out[name] = amount
+        return cls(out)
+
+    def __getitem__(self, key: str) -> int:
+        return self._data[key]
+
+    def get(self, key: str, default: int = 0) -> int:  # type: ignore[override]
+        return self._data.get(key, default)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(tuple(self._data.items()))
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Resources):
+            return self._data == other._data
+        if isinstance(other, Mapping):
+            return self._data == Resources(other)._data
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"Resources({self.format()})"
+
+    def format(self) -> str:
+        """``cpu=8, memory=64Gi, nvidia.com/gpu=2``."""
+        return ", ".join(f"{k}={format_amount(k, v)}" for k, v in self._data.items()) or "none"
+
+    def to_k8s(self) -> dict[str, str]:
+        """Back to a Kubernetes resource list (strings)."""
+        return {k: format_amount(k, v) for k, v in self._data.items()}
+
+    def __add__(self, other: Mapping[str, int]) -> Resources:
+        out = dict(self._data)
+        for k, v in other.items():
+            out[k] = out.get(k, 0) + v
+        return Resources(out)
+
+    def __sub__(self, other: Mapping[str, int]) -> Resources:
+        out = dict(self._data)
+        for k, v in other.items():
+            out[k] = out.get(k, 0) - v
+        return Resources(out)
+
+    def scaled(self, factor: int) -> Resources:
+        return Resources({k: v * factor for k, v in self._data.items()})
+
+    def clip_negative(self) -> Resources:
+        """``max₀`` per dimension."""
+        return Resources({k: v for k, v in self._data.items() if v > 0})
+
+    def is_empty(self) -> bool:
+        """True when no dimension is positive (Volcano's ``IsEmpty``)."""
+        return all(v <= 0 for v in self._data.values())
+
+    def dims(self, *, ignore_pods: bool = False) -> frozenset[str]:
+        """Names of the positive dimensions."""
+        return frozenset(
+            k for k, v in self._data.items() if v > 0 and not (ignore_pods and k == PODS)
+        )
+
+    def less_equal(self, other: Mapping[str, int], *, missing_is_infinite: bool = False) -> bool:
+        """Volcano ``LessEqual``: every dimension of ``self`` ≤ ``other``.
+
+        A scalar absent from ``other`` counts as 0 (``Zero`` mode) or is skipped
+        (``Infinity`` mode, ``missing_is_infinite=True``). CPU and memory are always compared.
+        """
+        for name, amount in self._data.items():
+            if name not in other and missing_is_infinite and name not in (CPU, MEMORY):
+                continue
+            if amount > other.get(name, 0):
+                return False
+        return True
+
+    def fits_quota(self, limit: Mapping[str, int], request: Mapping[str, int]) -> bool:
+        """Volcano ``LessEqualWithDimensionAndResourcesName(self, limit, request)``.
+
+        Only the dimensions where ``request`` is positive are compared, strictly (``self >
+        limit`` fails), a dimension absent from ``limit`` counts as 0 and ``pods`` is ignored.
+        """
+        for name, req in request.items():
+            if req <= 0 or name == PODS:
+                continue
+            if self.get(name) > limit.get(name, 0):
+                return False
+        return True
+
+    def exceeding(self, limit: Mapping[str, int], request: Mapping[str, int]) -> list[str]:
+        """The dimensions that make :meth:`fits_quota` fail, for messages."""
+        return [
+            name
+            for name, req in request.items()
+            if req > 0 and name != PODS and self.get(name) > limit.get(name, 0)
+        ]
+
+    def min_dim(self, other: Mapping[str, int]) -> Resources:
+        """Volcano ``MinDimensionResource(other, Infinity)``.
+
+        CPU and memory take the minimum (absent = 0, so callers spell "unlimited" as
+        :data:`INFINITE`); a scalar of ``self`` that ``other`` lacks is kept (unlimited on the
+        other side); a scalar only ``other`` has is not added.
+        """
+        out = dict(self._data)
+        for name in (CPU, MEMORY):
+            out[name] = min(self.get(name), other.get(name, 0))
+        for name, amount in self._data.items():
+            if name not in (CPU, MEMORY) and name in other:
+                out[name] = min(amount, other[name])
+        return Resources(out)
+
+    def max_dim(self, other: Mapping[str, int]) -> Resources:
+        out = dict(self._data)
+        for k, v in other.items():
+            out[k] = max(out.get(k, 0), v)
+        return Resources(out)
+
+
+EMPTY = Resources()

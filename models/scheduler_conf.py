@@ -1,0 +1,326 @@
+"""The scheduler configuration, in Volcano's own ``volcano-scheduler.conf`` format.
+
+Users paste the ConfigMap they run, so vcopt reads the same keys with the same defaults:
+actions as a comma string or a list, tiers of plugins, ``enableXxx`` switches that default to
+true (``pkg/scheduler/plugins/defaults.go``) and free-form plugin ``arguments``. An omitted
+configuration means the Helm chart's default, which is what most clusters run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .errors import Diagnostics
+
+KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
+OTHER_ACTIONS = ("shuffle", "gangpreempt", "gangreclaim")
+KNOWN_PLUGINS = frozenset(
+    {
+        "priority",
+        "gang",
+        "conformance",
+        "drf",
+        "proportion",
+        "capacity",
+        "predicates",
+        "nodeorder",
+        "binpack",
+        "overcommit",
+        "tdm",
+        "deviceshare",
+        "network-topology-aware",
+        "sla",
+        "task-topology",
+        "numaaware",
+        "nodegroup",
+        "usage",
+        "extender",
+        "resource-strategy-fit",
+        "cdp",
+        "rescheduling",
+        "pdb",
+        "resourcequota",
+        "capacity-card",
+    }
+)
+"""Plugins Volcano ships; vcopt models a subset and warns about the rest."""
+
+MODELLED_PLUGINS = frozenset(
+    {
+        "priority",
+        "gang",
+        "conformance",
+        "drf",
+        "proportion",
+        "capacity",
+        "predicates",
+        "nodeorder",
+        "binpack",
+        "overcommit",
+        "tdm",
+        "deviceshare",
+        "network-topology-aware",
+    }
+)
+
+FLAGS = (
+    "JobOrder",
+    "SubJobOrder",
+    "NamespaceOrder",
+    "Hierarchy",
+    "JobReady",
+    "SubJobReady",
+    "JobPipelined",
+    "SubJobPipelined",
+    "TaskOrder",
+    "Preemptable",
+    "Reclaimable",
+    "Preemptive",
+    "QueueOrder",
+    "ClusterOrder",
+    "Predicate",
+    "BestNode",
+    "NodeOrder",
+    "TargetJob",
+    "ReservedNodes",
+    "JobEnqueued",
+    "Victim",
+    "JobStarving",
+    "Overused",
+    "Allocatable",
+    "HyperNodeOrder",
+    "HyperNodeGradient",
+)
+"""The ``enable*`` switches of Volcano's ``conf.PluginOption``.
+
+Volcano spells some ``enableXxx`` and others ``enabledXxx`` (``enabledVictim``,
+``enabledOverused``…); both spellings of every flag are accepted.
+"""
+
+_FLAG_KEY = re.compile(r"^[eE]nabled?(?P<flag>[A-Z][A-Za-z]*)$")
+_FLAGS_BY_LOWER = {f.lower(): f for f in FLAGS}
+
+
+def flag_of(key: str) -> str | None:
+    """The canonical flag name of a plugin option key, or None if it is not a flag."""
+    match = _FLAG_KEY.match(key)
+    if not match:
+        return None
+    return _FLAGS_BY_LOWER.get(match["flag"].lower())
+
+
+@dataclass(frozen=True)
+class PluginOption:
+    """One plugin entry of a tier."""
+
+    name: str
+    flags: Mapping[str, bool] = field(default_factory=dict)
+    arguments: Mapping[str, object] = field(default_factory=dict)
+
+    def enabled(self, flag: str) -> bool:
+        """Whether hook ``flag`` (e.g. ``"Preemptable"``) is on: every switch defaults to true
+        except ``Hierarchy``, which is off unless set (``session.go:HierarchyEnabled``)."""
+        return self.flags.get(flag, flag != "Hierarchy")
+
+
+@dataclass(frozen=True)
+class SchedulerConf:
+    """Actions in order and plugin tiers."""
+
+    actions: tuple[str, ...]
+    tiers: tuple[tuple[PluginOption, ...], ...]
+    configurations: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
+
+    def plugin(self, name: str) -> PluginOption | None:
+        """The first configured entry of plugin ``name``."""
+        for tier in self.tiers:
+            for option in tier:
+                if option.name == name:
+                    return option
+        return None
+
+    def has(self, name: str) -> bool:
+        return self.plugin(name) is not None
+
+    def hierarchy(self) -> bool:
+        """Hierarchical capacity (``capacity`` with ``enableHierarchy: true``)."""
+        capacity = self.plugin("capacity")
+        return capacity is not None and capacity.enabled("Hierarchy")
+
+    def to_volcano(self) -> dict[str, object]:
+        """Back to the ``volcano-scheduler.conf`` shape."""
+        tiers = []
+        for tier in self.tiers:
+            plugins = []
+            for option in tier:
+                entry: dict[str, object] = {"name": option.name}
+                entry.update({f"enable{k}": v for k, v in option.flags.items()})
+                if option.arguments:
+                    entry["arguments"] = dict(option.arguments)
+                plugins.append(entry)
+            tiers.append({"plugins": plugins})
+        out: dict[str, object] = {"actions": ", ".join(self.actions), "tiers": tiers}
+        if self.configurations:
+            out["configurations"] = [
+                {"name": name, "arguments": dict(args)}
+                for name, args in self.configurations.items()
+            ]
+        return out
+
+
+def _actions(raw: object, obj: str, diag: Diagnostics) -> tuple[str, ...]:
+    if isinstance(raw, str):
+        names = [a.strip() for a in raw.split(",") if a.strip()]
+    elif isinstance(raw, Sequence):
+        names = [str(a).strip() for a in raw]
+    else:
+        diag.error(obj, "actions", "must be a comma-separated string or a list of action names")
+        return ()
+    for name in names:
+        if name not in KNOWN_ACTIONS:
+            if name in OTHER_ACTIONS:
+                diag.warn(
+                    obj, "actions", f"action {name!r} is not modelled by vcopt and is skipped"
+                )
+            else:
+                diag.error(
+                    obj, "actions", f"unknown action {name!r} (known: {', '.join(KNOWN_ACTIONS)})"
+                )
+    return tuple(n for n in names if n in KNOWN_ACTIONS)
+
+
+def _plugin(raw: object, obj: str, path: str, diag: Diagnostics) -> PluginOption | None:
+    if not isinstance(raw, Mapping):
+        diag.error(obj, path, "a plugin entry must be a mapping with a name")
+        return None
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        diag.error(obj, f"{path}.name", "required: the plugin name")
+        return None
+    flags: dict[str, bool] = {}
+    arguments: dict[str, object] = {}
+    for key, value in raw.items():
+        if key == "name":
+            continue
+        if key == "arguments":
+            if value is None:
+                continue
+            if not isinstance(value, Mapping):
+                diag.error(obj, f"{path}.arguments", "must be a mapping")
+                continue
+            arguments = {str(k): v for k, v in value.items()}
+            continue
+        flag = flag_of(str(key))
+        if flag is None:
+            diag.error(
+                obj,
+                f"{path}.{key}",
+                "unknown plugin option (expected name, arguments or enableXxx)",
+            )
+        elif not isinstance(value, bool):
+            diag.error(obj, f"{path}.{key}", f"must be true or false, got {value!r}")
+        else:
+            flags[flag] = value
+    if name not in KNOWN_PLUGINS:
+        diag.warn(
+            obj, f"{path}.name", f"unknown plugin {name!r}: Volcano would fail to load it; ignored"
+        )
+    elif name not in MODELLED_PLUGINS:
+        diag.warn(obj, f"{path}.name", f"plugin {name!r} is not modelled by vcopt and is ignored")
+    return PluginOption(name, flags, arguments)
+
+
+def parse_scheduler_conf(raw: object, obj: str, diag: Diagnostics) -> SchedulerConf:
+    """Read a ``volcano-scheduler.conf`` mapping; ``None`` gives the Helm default."""
+    if raw is None:
+        return HELM_DEFAULT
+    if not isinstance(raw, Mapping):
+        diag.error(obj, "", "must be a volcano-scheduler.conf mapping (actions, tiers)")
+        return HELM_DEFAULT
+    for key in raw:
+        if key not in ("actions", "tiers", "configurations", "metrics"):
+            diag.error(obj, str(key), "unknown field (expected actions, tiers, configurations)")
+    actions = _actions(raw.get("actions", "enqueue, allocate, backfill"), obj, diag)
+    tiers: list[tuple[PluginOption, ...]] = []
+    raw_tiers = raw.get("tiers") or []
+    if not isinstance(raw_tiers, Sequence) or isinstance(raw_tiers, str):
+        diag.error(obj, "tiers", "must be a list of {plugins: [...]}")
+        raw_tiers = []
+    seen: set[str] = set()
+    for t, tier in enumerate(raw_tiers):
+        if not isinstance(tier, Mapping) or set(tier) - {"plugins"}:
+            diag.error(obj, f"tiers[{t}]", "a tier must be a mapping with only 'plugins'")
+            continue
+        plugins = tier.get("plugins") or []
+        if not isinstance(plugins, Sequence) or isinstance(plugins, str):
+            diag.error(obj, f"tiers[{t}].plugins", "must be a list")
+            continue
+        options = []
+        for p, entry in enumerate(plugins):
+            option = _plugin(entry, obj, f"tiers[{t}].plugins[{p}]", diag)
+            if option is None:
+                continue
+            if option.name in seen:
+                diag.warn(
+                    obj, f"tiers[{t}].plugins[{p}].name", f"plugin {option.name!r} is listed twice"
+                )
+            seen.add(option.name)
+            options.append(option)
+        tiers.append(tuple(options))
+    if "proportion" in seen and "capacity" in seen:
+        diag.error(obj, "tiers", "proportion and capacity cannot be configured together")
+    conf = SchedulerConf(
+        actions, tuple(tiers), _configurations(raw.get("configurations"), obj, diag)
+    )
+    if conf.hierarchy() and conf.has("drf") and conf.plugin("drf").enabled("Hierarchy"):  # type: ignore[union-attr]
+        diag.error(
+            obj, "tiers", "drf with enableHierarchy cannot be combined with hierarchical capacity"
+        )
+    return conf
+
+
+def _configurations(raw: object, obj: str, diag: Diagnostics) -> dict[str, dict[str, object]]:
+    if raw is None:
+        return {}
+    out: dict[str, dict[str, object]] = {}
+    if not isinstance(raw, Sequence) or isinstance(raw, str):
+        diag.error(obj, "configurations", "must be a list of {name, arguments}")
+        return out
+    for i, entry in enumerate(raw):
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+            diag.error(obj, f"configurations[{i}]", "must be a mapping with a name and arguments")
+            continue
+        args = entry.get("arguments") or {}
+        if not isinstance(args, Mapping):
+            diag.error(obj, f"configurations[{i}].arguments", "must be a mapping")
+            continue
+        out[entry["name"]] = {str(k): v for k, v in args.items()}
+    return out
+
+
+def _helm_default() -> SchedulerConf:
+    no_preempt = {"Preemptable": False}
+    return SchedulerConf(
+        actions=("enqueue", "allocate", "backfill"),
+        tiers=(
+            (
+                PluginOption("priority"),
+                PluginOption("gang", no_preempt),
+                PluginOption("conformance"),
+            ),
+            (
+                PluginOption("overcommit"),
+                PluginOption("drf", no_preempt),
+                PluginOption("predicates"),
+                PluginOption("proportion"),
+                PluginOption("nodeorder"),
+                PluginOption("binpack"),
+            ),
+        ),
+    )
+
+
+HELM_DEFAULT = _helm_default()
+"""``installer/helm/chart/volcano/config/volcano-scheduler.conf``."""

@@ -1,0 +1,216 @@
+"""The shape of the compact instance file (DESIGN §3), checked by pydantic.
+
+This layer only knows field names and JSON types; it rejects unknown fields and wrong types
+with their exact location. Meaning (quantities, references, Volcano's admission rules) is
+checked afterwards by ``models.load`` and the domain modules, which also name the object.
+Field names are spelled as in YAML, so a location can be printed back to the user verbatim.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+ResourceList = dict[StrictStr, Any]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class MetadataIn(_Strict):
+    name: StrictStr = ""
+    namespace: StrictStr = ""
+    labels: dict[StrictStr, StrictStr] = {}
+    annotations: dict[StrictStr, StrictStr] = {}
+
+
+class GpuDeviceIn(_Strict):
+    id: StrictStr = Field(min_length=1)
+    index: StrictInt
+    type: StrictStr = "NVIDIA"
+    memory: StrictInt
+    cores: StrictInt = 100
+    count: StrictInt = 10
+    numa: StrictInt = 0
+    health: StrictBool = True
+    mode: StrictStr = "hami-core"
+
+
+class GpuShorthandIn(_Strict):
+    count: StrictInt = Field(ge=0, le=1024)
+    type: StrictStr = "NVIDIA"
+    memory: StrictInt
+    split: StrictInt = 10
+    cores: StrictInt = 100
+
+
+class TaintIn(_Strict):
+    key: StrictStr = Field(min_length=1)
+    value: StrictStr = ""
+    effect: StrictStr
+    timeAdded: Any = None
+
+
+class NodeIn(_Strict):
+    name: StrictStr = Field(min_length=1)
+    labels: dict[StrictStr, StrictStr] = {}
+    annotations: dict[StrictStr, StrictStr] = {}
+    taints: list[TaintIn] = []
+    allocatable: ResourceList = {}
+    unschedulable: StrictBool = False
+    gpus: Any = None
+    """A list of devices or the ``{count, type, memory}`` shorthand; checked by the loader."""
+
+
+class NodeGroupIn(_Strict):
+    namePrefix: StrictStr = Field(min_length=1)
+    count: StrictInt = Field(ge=1, le=100_000)
+    start: StrictInt = Field(default=0, ge=0)
+    labels: dict[StrictStr, StrictStr] = {}
+    annotations: dict[StrictStr, StrictStr] = {}
+    taints: list[TaintIn] = []
+    allocatable: ResourceList = {}
+    unschedulable: StrictBool = False
+    gpus: GpuShorthandIn | None = None
+
+
+class ExactMatchIn(_Strict):
+    name: StrictStr
+
+
+class RegexMatchIn(_Strict):
+    pattern: StrictStr
+
+
+class LabelExpressionIn(_Strict):
+    key: StrictStr
+    operator: StrictStr
+    values: list[StrictStr] = []
+
+
+class LabelSelectorIn(_Strict):
+    matchLabels: dict[StrictStr, StrictStr] = {}
+    matchExpressions: list[LabelExpressionIn] = []
+
+
+class SelectorIn(_Strict):
+    exactMatch: ExactMatchIn | None = None
+    regexMatch: RegexMatchIn | None = None
+    labelMatch: LabelSelectorIn | None = None
+
+
+class MemberIn(_Strict):
+    type: StrictStr = ""
+    selector: SelectorIn = SelectorIn()
+
+
+class HyperNodeIn(_Strict):
+    name: StrictStr = Field(min_length=1)
+    tier: StrictInt
+    tierName: StrictStr = ""
+    members: list[MemberIn] = []
+
+
+class QueueIn(_Strict):
+    name: StrictStr = Field(min_length=1)
+    parent: StrictStr = ""
+    weight: StrictInt = 1
+    priority: StrictInt = 0
+    deserved: ResourceList = {}
+    capability: ResourceList = {}
+    guarantee: ResourceList = {}
+    reclaimable: StrictBool = True
+    state: StrictStr = "Open"
+    affinity: Any = None
+    type: Any = None
+    extendClusters: Any = None
+    dequeueStrategy: Any = None
+
+
+class PriorityClassIn(_Strict):
+    name: StrictStr = Field(min_length=1)
+    value: StrictInt
+    globalDefault: StrictBool = False
+    description: StrictStr = ""
+    preemptionPolicy: StrictStr = "PreemptLowerPriority"
+
+
+class NetworkTopologyIn(_Strict):
+    mode: StrictStr = "hard"
+    highestTierAllowed: StrictInt | None = None
+    highestTierName: StrictStr | None = None
+
+
+class TolerationIn(_Strict):
+    key: StrictStr = ""
+    operator: StrictStr = "Equal"
+    value: StrictStr = ""
+    effect: StrictStr = ""
+    tolerationSeconds: StrictInt | None = None
+
+
+class TaskIn(_Strict):
+    name: StrictStr = Field(min_length=1)
+    replicas: StrictInt = Field(default=1, ge=0, le=1_000_000)
+    resources: ResourceList = {}
+    initResources: ResourceList | None = None
+    priority: StrictInt | None = None
+    priorityClassName: StrictStr = ""
+    preemptionPolicy: StrictStr = "PreemptLowerPriority"
+    minAvailable: StrictInt | None = None
+    labels: dict[StrictStr, StrictStr] = {}
+    annotations: dict[StrictStr, StrictStr] = {}
+    nodeSelector: dict[StrictStr, StrictStr] = {}
+    affinity: dict[StrictStr, Any] | None = None
+    tolerations: list[TolerationIn] = []
+    topologySpreadConstraints: list[Any] = []
+
+
+class DeviceShareIn(_Strict):
+    id: StrictStr = Field(min_length=1)
+    memory: StrictInt = 0
+    cores: StrictInt = 0
+
+
+class RunningIn(_Strict):
+    index: StrictInt = Field(ge=0)
+    node: StrictStr = Field(min_length=1)
+    task: StrictStr | None = None
+    gpus: Any = None
+    """Devices of a one-container pod, or one list per GPU container; checked by the loader."""
+
+
+class JobIn(_Strict):
+    name: StrictStr = Field(min_length=1)
+    namespace: StrictStr = "default"
+    queue: StrictStr = "default"
+    priorityClassName: StrictStr = ""
+    priority: StrictInt | None = None
+    minAvailable: StrictInt | None = None
+    minTaskMember: dict[StrictStr, StrictInt] = {}
+    minResources: ResourceList | None = None
+    networkTopology: NetworkTopologyIn | None = None
+    labels: dict[StrictStr, StrictStr] = {}
+    annotations: dict[StrictStr, StrictStr] = {}
+    duration: StrictStr | None = None
+    phase: StrictStr | None = None
+    creationTimestamp: Any = None
+    tasks: list[TaskIn] = Field(min_length=1)
+    running: list[RunningIn] = []
+
+
+class InstanceIn(_Strict):
+    apiVersion: StrictStr
+    kind: StrictStr
+    metadata: MetadataIn = MetadataIn()
+    now: Any = None
+    timezone: StrictStr = "UTC"
+    scheduler: Any = None
+    priorityClasses: list[PriorityClassIn] = []
+    nodes: list[NodeIn] = []
+    nodeGroups: list[NodeGroupIn] = []
+    hypernodes: list[HyperNodeIn] = []
+    queues: list[QueueIn] = []
+    jobs: list[JobIn] = []

@@ -1,0 +1,180 @@
+"""Jobs, tasks and pods: the work waiting to be placed and the work already running.
+
+A job is one PodGroup (a vcjob) with its tasks; each task has ``replicas`` identical pods named
+``<job>-<task>-<index>`` (the vcjob convention), keyed ``<namespace>/<name>``. Pods already bound
+are listed under the job's ``running`` with their node and GPU devices.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import cached_property
+
+from .gpu import GpuFilter, GpuRequest
+from .resources import EMPTY, Resources
+from .topology import LabelSelector
+
+TASK_SPEC = "volcano.sh/task-spec"
+PENDING, INQUEUE, RUNNING = "Pending", "Inqueue", "Running"
+JOB_PHASES = (PENDING, INQUEUE, RUNNING, "Unknown", "Completed")
+
+
+@dataclass(frozen=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"
+    value: str = ""
+    effect: str = ""
+
+    def tolerates(self, key: str, value: str, effect: str) -> bool:
+        """Kubernetes ``Toleration.ToleratesTaint``."""
+        if self.effect and self.effect != effect:
+            return False
+        if self.key and self.key != key:
+            return False
+        if self.operator == "Exists":
+            return True
+        return self.value == value
+
+
+@dataclass(frozen=True)
+class NetworkTopology:
+    """PodGroup ``spec.networkTopology``; ``highest_tier`` may come from ``highestTierName``."""
+
+    mode: str = "hard"
+    highest_tier: int | None = None
+    highest_tier_name: str | None = None
+
+
+@dataclass(frozen=True)
+class DeviceShare:
+    """What one container holds on one GPU device."""
+
+    id: str
+    memory: int
+    cores: int
+
+
+@dataclass(frozen=True)
+class Task:
+    """A group of identical pods of one job.
+
+    ``resources`` is the steady-state request (Volcano ``Resreq``) used for accounting and
+    scores; ``init_resources`` the node-fit request (``InitResreq``, init containers included).
+    """
+
+    name: str
+    replicas: int
+    resources: Resources = EMPTY
+    init_resources: Resources = EMPTY
+    gpu: tuple[GpuRequest, ...] = ()
+    gpu_filter: GpuFilter | None = None
+    priority: int = 0
+    preemption_policy: str = "PreemptLowerPriority"
+    role: str = ""
+    min_available: int | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    required_affinity: tuple[LabelSelector, ...] = ()
+    """Required node affinity: nodeSelectorTerms, ORed; each term's expressions ANDed."""
+    tolerations: tuple[Toleration, ...] = ()
+
+    @property
+    def best_effort(self) -> bool:
+        """Volcano BestEffort: an empty ``Resreq``; such pods are left to backfill."""
+        return self.resources.is_empty()
+
+
+@dataclass(frozen=True)
+class RunningPod:
+    index: int
+    node: str
+    task: str
+    gpus: tuple[tuple[DeviceShare, ...], ...] = ()
+    """Per GPU container, the devices it holds."""
+
+
+@dataclass(frozen=True)
+class Pod:
+    """One pod, pending or running; derived from its job and task."""
+
+    namespace: str
+    name: str
+    job: str
+    task: str
+    index: int
+    node: str | None = None
+    gpus: tuple[tuple[DeviceShare, ...], ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def running(self) -> bool:
+        return self.node is not None
+
+
+@dataclass(frozen=True)
+class Job:
+    """One PodGroup and its pods."""
+
+    name: str
+    namespace: str = "default"
+    queue: str = "default"
+    priority: int = 0
+    priority_class: str = ""
+    min_available: int = 1
+    min_task_member: Mapping[str, int] = field(default_factory=dict)
+    min_resources: Resources | None = None
+    network_topology: NetworkTopology | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    duration: timedelta | None = None
+    phase: str = PENDING
+    order: int = 0
+    """Creation order (``creationTimestamp``, then file order): Volcano's ordering fallback."""
+    tasks: tuple[Task, ...] = ()
+    running: tuple[RunningPod, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def task(self, name: str) -> Task:
+        for task in self.tasks:
+            if task.name == name:
+                return task
+        raise KeyError(name)
+
+    @cached_property
+    def pods(self) -> tuple[Pod, ...]:
+        """Every pod of the job, in task order then index order."""
+        bound = {(r.task, r.index): r for r in self.running}
+        out = []
+        for task in self.tasks:
+            for index in range(task.replicas):
+                run = bound.get((task.name, index))
+                out.append(
+                    Pod(
+                        self.namespace,
+                        pod_name(self.name, task.name, index),
+                        self.key,
+                        task.name,
+                        index,
+                        run.node if run else None,
+                        run.gpus if run else (),
+                    )
+                )
+        return tuple(out)
+
+    @property
+    def replicas(self) -> int:
+        return sum(t.replicas for t in self.tasks)
+
+
+def pod_name(job: str, task: str, index: int) -> str:
+    return f"{job}-{task}-{index}"
