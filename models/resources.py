@@ -45,15 +45,16 @@ def format_amount(name: str, amount: int) -> str:
 class Resources(Mapping[str, int]):
     """An immutable resource vector: resource name → amount in vcopt units.
 
-    Zero entries are dropped, so two vectors are equal exactly when every dimension is.
+    Explicit zero entries are kept, because Volcano's scalar maps keep them and an explicit
+    ``capability: {nvidia.com/gpu: 0}`` is a limit of 0 while an absent scalar is unlimited
+    (Infinity comparisons). Equality and hashing ignore zeros: they describe the same amounts.
     """
 
     __slots__ = ("_data", "_hash")
 
     def __init__(self, data: Mapping[str, int] | Iterable[tuple[str, int]] = ()) -> None:
         items = data.items() if isinstance(data, Mapping) else data
-        clean = {k: int(v) for k, v in items if v}
-        self._data = MappingProxyType(dict(sorted(clean.items())))
+        self._data = MappingProxyType(dict(sorted((k, int(v)) for k, v in items)))
         self._hash: int | None = None
 
     @classmethod
@@ -85,16 +86,19 @@ class Resources(Mapping[str, int]):
     def __len__(self) -> int:
         return len(self._data)
 
+    def _nonzero(self) -> dict[str, int]:
+        return {k: v for k, v in self._data.items() if v}
+
     def __hash__(self) -> int:
         if self._hash is None:
-            self._hash = hash(tuple(self._data.items()))
+            self._hash = hash(tuple(self._nonzero().items()))
         return self._hash
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Resources):
-            return self._data == other._data
+            return self._nonzero() == other._nonzero()
         if isinstance(other, Mapping):
-            return self._data == Resources(other)._data
+            return self._nonzero() == Resources(other)._nonzero()
         return NotImplemented
 
     def __repr__(self) -> str:
@@ -102,7 +106,7 @@ class Resources(Mapping[str, int]):
 
     def format(self) -> str:
         """``cpu=8, memory=64Gi, nvidia.com/gpu=2``."""
-        return ", ".join(f"{k}={format_amount(k, v)}" for k, v in self._data.items()) or "none"
+        return ", ".join(f"{k}={format_amount(k, v)}" for k, v in self._nonzero().items()) or "none"
 
     def to_k8s(self) -> dict[str, str]:
         """Back to a Kubernetes resource list (strings)."""
@@ -125,7 +129,7 @@ class Resources(Mapping[str, int]):
 
     def clip_negative(self) -> Resources:
         """``max₀`` per dimension."""
-        return Resources({k: v for k, v in self._data.items() if v > 0})
+        return Resources({k: max(v, 0) for k, v in self._data.items()})
 
     def is_empty(self) -> bool:
         """True when no dimension is positive (Volcano's ``IsEmpty``)."""
