@@ -9,6 +9,7 @@ all of them. A ``kubectl get -o yaml`` dump is first translated to the compact f
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -24,6 +25,7 @@ from .errors import Diagnostics, InputError, Problem, obj_name
 from .gpu import (
     GPU_RESOURCE_NAMES,
     GpuDevice,
+    GpuRequest,
     container_gpu_request,
     gpu_filter,
     parse_hami_register,
@@ -33,10 +35,10 @@ from .gpu import (
 )
 from .instance import Instance
 from .quantity import QuantityError
-from .queues import Queue, validate_queues
+from .queues import ROOT, Queue, validate_queues
 from .resources import NVIDIA_GPU, Resources, parse_amount
-from .scheduler_conf import parse_scheduler_conf
-from .tdm import ZONE_LABEL, TdmConfig, node_zone, parse_go_duration
+from .scheduler_conf import SchedulerConf, parse_scheduler_conf
+from .tdm import ZONE_ARG_PREFIX, ZONE_LABEL, TdmConfig, node_zone, parse_go_duration
 from .topology import (
     HyperNode,
     LabelRequirement,
@@ -111,18 +113,65 @@ def loads(text: str, file: str = "<string>") -> Instance:
 
 
 def from_documents(docs: Sequence[object], file: str) -> Instance:
-    """Pick the form from the documents' kinds and build the instance."""
+    """Pick the form from the documents and build the instance.
+
+    A document of vcopt's own API group (or of kind Instance) makes a compact file, which holds
+    exactly that one document; anything else is read as Kubernetes objects.
+    """
     if not docs:
         raise InputError([Problem("empty file: expected a kind: Instance document", file=file)])
-    first = docs[0]
-    if len(docs) == 1 and isinstance(first, Mapping) and first.get("kind") == "Instance":
-        return from_dict(first, file)
+    for number, doc in enumerate(docs, 1):
+        if not isinstance(doc, Mapping):
+            where = f"document {number}: " if len(docs) > 1 else ""
+            raise InputError(
+                [
+                    Problem(
+                        f"{where}expected a mapping (a kind: Instance document or Kubernetes "
+                        f"objects), got {_type_name(doc)}",
+                        file=file,
+                    )
+                ]
+            )
+    compact = [doc for doc in docs if _is_compact(doc)]  # type: ignore[arg-type]
+    if compact and len(docs) > 1:
+        raise InputError(
+            [
+                Problem(
+                    f"an instance file holds one kind: Instance document, found {len(docs)} "
+                    "documents",
+                    file=file,
+                )
+            ]
+        )
+    if compact:
+        return from_dict(compact[0], file)  # type: ignore[arg-type]
+    missing = [n for n, doc in enumerate(docs, 1) if "kind" not in doc]  # type: ignore[operator]
+    if missing:
+        where = f"document {missing[0]}: " if len(docs) > 1 else ""
+        raise InputError(
+            [Problem(f"{where}required field is missing (expected Instance)", "", "kind", file)]
+        )
     from .kube import compact_from_objects
 
-    compact, problems, warnings = compact_from_objects(docs, file)
+    compact_doc, problems, warnings = compact_from_objects(docs, file)
     if problems:
         raise InputError([p.in_file(file) for p in problems])
-    return from_dict(compact, file, warnings)
+    return from_dict(compact_doc, file, warnings)
+
+
+def _is_compact(doc: Mapping[str, Any]) -> bool:
+    api_version = doc.get("apiVersion")
+    return doc.get("kind") == "Instance" or (
+        isinstance(api_version, str) and api_version.split("/")[0] == API_VERSION.split("/")[0]
+    )
+
+
+def _type_name(value: object) -> str:
+    if isinstance(value, str):
+        return f"the text {value[:40]!r}"
+    if isinstance(value, list):
+        return "a list"
+    return f"a {type(value).__name__}"
 
 
 def from_dict(
@@ -132,24 +181,34 @@ def from_dict(
     if not isinstance(doc, Mapping):
         raise InputError([Problem("expected a mapping with kind: Instance", file=file)])
     if doc.get("kind") != "Instance":
-        raise InputError([Problem(f"kind: expected Instance, got {doc.get('kind')!r}", file=file)])
+        raise InputError([Problem(f"expected Instance, got {doc.get('kind')!r}", "", "kind", file)])
     if doc.get("apiVersion") != API_VERSION:
         got = doc.get("apiVersion")
-        raise InputError([Problem(f"apiVersion: expected {API_VERSION}, got {got!r}", file=file)])
+        raise InputError([Problem(f"expected {API_VERSION}, got {got!r}", "", "apiVersion", file)])
+    name = _instance_name(doc, file)
+    instance_obj = obj_name("Instance", name)
     normal = _unwrap_objects(doc)
     try:
         model = s.InstanceIn.model_validate(normal)
     except ValidationError as err:
-        raise InputError([p.in_file(file) for p in _shape_problems(err, normal)]) from None
+        problems = _shape_problems(err, normal, instance_obj)
+        raise InputError([p.in_file(file) for p in problems]) from None
     diag = Diagnostics()
     diag.warnings.extend(extra_warnings)
     keys = list(normal)
     groups_first = "nodeGroups" in keys and (
         "nodes" not in keys or keys.index("nodeGroups") < keys.index("nodes")
     )
-    instance = _Builder(model, diag, groups_first).build(file)
+    instance = _Builder(model, diag, groups_first, name).build(file)
     diag.raise_if_errors(file)
     return instance.replace(warnings=tuple(w.in_file(file) for w in diag.warnings))
+
+
+def _instance_name(doc: Mapping[str, Any], file: str) -> str:
+    """``metadata.name``, or the file name without its suffix when there is none."""
+    metadata = doc.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, Mapping) else None
+    return name if isinstance(name, str) and name else Path(file).stem
 
 
 def _unwrap_objects(doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -183,11 +242,13 @@ def _flatten(item: object) -> object:
     return flat
 
 
-def _shape_problems(err: ValidationError, doc: Mapping[str, Any]) -> list[Problem]:
+def _shape_problems(
+    err: ValidationError, doc: Mapping[str, Any], instance_obj: str
+) -> list[Problem]:
     problems = []
     for e in err.errors():
         loc = list(e["loc"])
-        obj = ""
+        obj = instance_obj
         if len(loc) >= 2 and loc[0] in _KINDS and isinstance(loc[1], int):
             items = doc.get(str(loc[0])) or []
             item = items[loc[1]] if loc[1] < len(items) else {}
@@ -233,26 +294,39 @@ def _sub_problems(err: ValidationError, obj: str, prefix: str) -> list[Problem]:
 class _Builder:
     """Turns the checked shape into domain objects, collecting problems of meaning."""
 
-    def __init__(self, model: s.InstanceIn, diag: Diagnostics, groups_first: bool) -> None:
+    def __init__(
+        self, model: s.InstanceIn, diag: Diagnostics, groups_first: bool, name: str
+    ) -> None:
         self.m = model
         self.diag = diag
         self.groups_first = groups_first
         """Nodes keep file order: Volcano walks nodes in the order its cache received them."""
+        self.name = name
+        self.obj = obj_name("Instance", name)
+        """How messages name the instance itself, for its top-level fields."""
+        self.bad_devices: set[tuple[str, str]] = set()
+        """(node, GPU id) of devices already reported, so pods on them are not reported again."""
+        self.unread_gpus: set[str] = set()
+        """Nodes whose GPU inventory is already reported as unreadable."""
+        self.device_use: dict[tuple[str, str], list[int]] = {}
+        """(node, GPU id) → [memory, cores, pods] held by the running pods read so far."""
 
     def build(self, file: str) -> Instance:
         m = self.m
         timezone = self._timezone()
-        scheduler = parse_scheduler_conf(_plain(m.scheduler), "scheduler", self.diag)
+        scheduler = parse_scheduler_conf(_plain(m.scheduler), self.obj, self.diag, "scheduler")
         classes, default_class = self._priority_classes()
         nodes = self._nodes()
-        node_labels = {n.name: n.labels for n in nodes}
+        by_name: dict[str, Node] = {}
+        for node in nodes:
+            by_name.setdefault(node.name, node)
         hypernodes = tuple(self._hypernode(h) for h in m.hypernodes)
-        validate_hypernodes(hypernodes, node_labels, self.diag)
-        jobs = self._jobs(classes, default_class, {n.name: n for n in nodes}, hypernodes)
+        validate_hypernodes(hypernodes, {n.name: n.labels for n in by_name.values()}, self.diag)
+        jobs = self._jobs(classes, default_class, by_name)
         queues = self._queues(jobs)
         self._tdm(scheduler, nodes)
         return Instance(
-            name=m.metadata.name or Path(file).stem,
+            name=self.name,
             now=self._now(timezone),
             timezone=timezone,
             scheduler=scheduler,
@@ -268,19 +342,21 @@ class _Builder:
         try:
             ZoneInfo(self.m.timezone)
         except (ZoneInfoNotFoundError, ValueError):
-            self.diag.error("", "timezone", f"unknown IANA time zone {self.m.timezone!r}")
+            self.diag.error(self.obj, "timezone", f"unknown IANA time zone {self.m.timezone!r}")
             return "UTC"
         return self.m.timezone
 
     def _now(self, timezone: str) -> datetime:
         raw = self.m.now
         if raw is None:
-            self.diag.warn("", "now", "not set: TDM windows are read at the current time")
+            self.diag.warn(self.obj, "now", "not set: TDM windows are read at the current time")
             return datetime.now(UTC).replace(microsecond=0)
         when = _datetime(raw)
         if when is None:
             self.diag.error(
-                "", "now", f"expected an RFC 3339 time such as 2026-11-30T14:00:00Z, got {raw!r}"
+                self.obj,
+                "now",
+                f"expected an RFC 3339 time such as 2026-11-30T14:00:00Z, got {str(raw)!r}",
             )
             return datetime.now(UTC)
         if when.tzinfo is None:
@@ -322,11 +398,7 @@ class _Builder:
     def _nodes(self) -> tuple[Node, ...]:
         seen: set[str] = set()
         listed = [self._node(raw.name, raw, raw.gpus) for raw in self.m.nodes]
-        grouped = []
-        for group in self.m.nodeGroups:
-            width = max(3, len(str(group.start + group.count - 1)))
-            for i in range(group.start, group.start + group.count):
-                grouped.append(self._node(f"{group.namePrefix}{i:0{width}d}", group, group.gpus))
+        grouped = [node for group in self.m.nodeGroups for node in self._group(group)]
         nodes = [*grouped, *listed] if self.groups_first else [*listed, *grouped]
         for node in nodes:
             if node.name in seen:
@@ -334,8 +406,36 @@ class _Builder:
             seen.add(node.name)
         return tuple(nodes)
 
-    def _node(self, name: str, raw: s.NodeIn | s.NodeGroupIn, gpus_raw: object) -> Node:
-        obj = obj_name("Node", name)
+    def _group(self, group: s.NodeGroupIn) -> list[Node]:
+        """The group's nodes; the group is checked once, as the one entry it is in the file."""
+        width = max(3, len(str(group.start + group.count - 1)))
+        names = [
+            f"{group.namePrefix}{i:0{width}d}"
+            for i in range(group.start, group.start + group.count)
+        ]
+        first = self._node(names[0], group, group.gpus, obj_name("NodeGroup", group.namePrefix))
+        nodes = [first]
+        unread = names[0] in self.unread_gpus
+        for name in names[1:]:
+            gpus: tuple[GpuDevice, ...] = ()
+            if unread:
+                self.unread_gpus.add(name)
+            elif group.gpus is not None:
+                g = group.gpus
+                gpus = shorthand_devices(
+                    name, g.count, g.type, g.memory, split=g.split, cores=g.cores
+                )
+            nodes.append(replace(first, name=name, gpus=gpus))
+        return nodes
+
+    def _node(
+        self,
+        name: str,
+        raw: s.NodeIn | s.NodeGroupIn,
+        gpus_raw: object,
+        obj: str | None = None,
+    ) -> Node:
+        obj = obj or obj_name("Node", name)
         allocatable = self._resources(raw.allocatable, obj, "allocatable")
         taints = []
         for i, t in enumerate(raw.taints):
@@ -358,48 +458,64 @@ class _Builder:
     def _gpus(
         self, name: str, obj: str, raw: object, annotations: Mapping[str, str]
     ) -> tuple[GpuDevice, ...]:
-        devices: tuple[GpuDevice, ...] = ()
+        """The node's devices, each checked once; a shorthand is checked as the one entry it is."""
+        errors = len(self.diag.errors)
+        devices, shorthand = self._read_gpus(name, obj, raw, annotations)
+        checked = devices[:1] if shorthand else devices
+        ids: set[str] = set()
+        for i, dev in enumerate(checked):
+            before = len(self.diag.errors)
+            validate_device(dev, obj, "gpus" if shorthand else f"gpus[{i}]", self.diag)
+            if dev.id in ids:
+                self.diag.error(obj, f"gpus[{i}].id", f'duplicate GPU id "{dev.id}"')
+            elif len(self.diag.errors) > before:
+                self.bad_devices.add((name, dev.id))
+            ids.add(dev.id)
+        if len(self.diag.errors) > errors and (shorthand or not devices):
+            self.unread_gpus.add(name)
+        return devices
+
+    def _read_gpus(
+        self, name: str, obj: str, raw: object, annotations: Mapping[str, str]
+    ) -> tuple[tuple[GpuDevice, ...], bool]:
+        """The devices as written, and whether they came from the ``{count, …}`` shorthand."""
         if isinstance(raw, Mapping | s.GpuShorthandIn):
             try:
                 short = s.GpuShorthandIn.model_validate(raw)
             except ValidationError as err:
                 self.diag.errors.extend(_sub_problems(err, obj, "gpus"))
-                return ()
+                return (), True
             devices = shorthand_devices(
                 name, short.count, short.type, short.memory, split=short.split, cores=short.cores
             )
-        elif isinstance(raw, list):
+            return devices, True
+        if isinstance(raw, list):
             try:
                 listed = _DEVICE_LIST.validate_python(raw)
             except ValidationError as err:
                 self.diag.errors.extend(_sub_problems(err, obj, "gpus"))
-                return ()
+                return (), False
             devices = tuple(
                 GpuDevice(
                     d.id, d.index, d.type, d.memory, d.cores, d.count, d.numa, d.health, d.mode
                 )
                 for d in listed
             )
-        elif raw is not None:
+            return devices, False
+        if raw is not None:
             self.diag.error(obj, "gpus", "expected a list of devices or {count, type, memory}")
-        else:
-            for key, parse in (
-                (HAMI_REGISTER, parse_hami_register),
-                (VOLCANO_REGISTER, parse_volcano_register),
-            ):
-                if key in annotations:
-                    try:
-                        devices = parse(annotations[key])
-                    except ValueError as err:
-                        self.diag.error(obj, f"annotations.{key}", str(err))
-                    break
-        ids: set[str] = set()
-        for i, dev in enumerate(devices):
-            validate_device(dev, obj, f"gpus[{i}]", self.diag)
-            if dev.id in ids:
-                self.diag.error(obj, f"gpus[{i}].id", f"duplicate GPU id {dev.id!r}")
-            ids.add(dev.id)
-        return devices
+            return (), False
+        for key, parse in (
+            (HAMI_REGISTER, parse_hami_register),
+            (VOLCANO_REGISTER, parse_volcano_register),
+        ):
+            if key in annotations:
+                try:
+                    return parse(annotations[key]), False
+                except ValueError as err:
+                    self.diag.error(obj, f"annotations.{key}", str(err))
+                    return (), False
+        return (), False
 
     # -- topology ------------------------------------------------------------------------
 
@@ -447,20 +563,23 @@ class _Builder:
                 )
             )
         names = {q.name for q in queues}
-        job_queues: dict[str, int] = {}
-        for job in jobs:
-            job_queues[job.queue] = job_queues.get(job.queue, 0) + 1
-        if DEFAULT_QUEUE in job_queues and DEFAULT_QUEUE not in names:
+        if DEFAULT_QUEUE not in names and any(job.queue == DEFAULT_QUEUE for job in jobs):
             queues.append(Queue(name=DEFAULT_QUEUE, order=len(queues)))
             names.add(DEFAULT_QUEUE)
+        validate_queues(queues, {}, self.diag)
+        children = _children_in_tree(queues)
         for job in jobs:
-            if job.queue not in names and job.queue != "root":
+            obj = obj_name("Job", job.name, job.namespace)
+            if job.queue not in names and job.queue != ROOT:
+                self.diag.error(obj, "queue", f'queue "{job.queue}" does not exist')
+            elif children.get(job.queue):
                 self.diag.error(
-                    obj_name("Job", job.name, job.namespace),
+                    obj,
                     "queue",
-                    f"queue {job.queue!r} does not exist",
+                    f'queue "{job.queue}" is not a leaf queue (child queues: '
+                    f"{', '.join(children[job.queue])}); Volcano only schedules jobs of leaf "
+                    "queues",
                 )
-        validate_queues(queues, job_queues, self.diag)
         return tuple(queues)
 
     # -- jobs ----------------------------------------------------------------------------
@@ -470,9 +589,11 @@ class _Builder:
         classes: Mapping[str, int],
         default_class: int | None,
         nodes: Mapping[str, Node],
-        hypernodes: Sequence[HyperNode],
     ) -> tuple[Job, ...]:
-        tier_names = {h.tierName: h.tier for h in self.m.hypernodes if h.tierName}
+        tier_names: dict[str, int] = {}
+        for h in self.m.hypernodes:
+            if h.tierName:
+                tier_names[h.tierName] = min(h.tier, tier_names.get(h.tierName, h.tier))
         keyed = []
         seen: set[str] = set()
         for index, raw in enumerate(self.m.jobs):
@@ -568,7 +689,7 @@ class _Builder:
             return value
         if class_name:
             if class_name not in classes:
-                self.diag.error(obj, field, f"PriorityClass {class_name!r} does not exist")
+                self.diag.error(obj, field, f'PriorityClass "{class_name}" does not exist')
                 return 0
             return classes[class_name]
         return default_class or 0
@@ -609,7 +730,7 @@ class _Builder:
                 self.diag.warn(
                     obj,
                     f"{field}.highestTierName",
-                    f"no HyperNode has tierName {tier_name!r}; Volcano ignores the limit",
+                    f'no HyperNode has tierName "{tier_name}"; Volcano ignores the limit',
                 )
         return NetworkTopology(mode or "hard", tier, tier_name)
 
@@ -619,8 +740,9 @@ class _Builder:
         for i, t in enumerate(raw.tasks):
             field = f"tasks[{i}]"
             if t.name in names:
-                self.diag.error(obj, f"{field}.name", f"duplicate task name {t.name!r}")
+                self.diag.error(obj, f"{field}.name", f'duplicate task name "{t.name}"')
             names.add(t.name)
+            errors = len(self.diag.errors)
             requests, limits = self._container(t.resources, obj, f"{field}.resources")
             resources = Resources(
                 {k: v for k, v in requests.resources.items() if k not in _DEVICE_ONLY}
@@ -630,12 +752,9 @@ class _Builder:
                 init = resources.max_dim(
                     self._resources(t.initResources, obj, f"{field}.initResources")
                 )
-            gpu = ()
-            try:
-                request = container_gpu_request(limits.raw, requests.raw)
-                gpu = (request,) if request is not None else ()
-            except ValueError as err:
-                self.diag.error(obj, f"{field}.resources", str(err))
+            gpu: tuple[GpuRequest, ...] = ()
+            if len(self.diag.errors) == errors:
+                gpu = self._gpu_request(requests, limits, obj, f"{field}.resources")
             if t.minAvailable is not None and not 0 <= t.minAvailable <= t.replicas:
                 self.diag.error(
                     obj, f"{field}.minAvailable", f"must be between 0 and replicas ({t.replicas})"
@@ -686,20 +805,46 @@ class _Builder:
                     )
         return tuple(tasks)
 
+    def _gpu_request(
+        self, requests: _Parsed, limits: _Parsed, obj: str, field: str
+    ) -> tuple[GpuRequest, ...]:
+        """The container's GPU request; a refusal is reported on the resource it names."""
+        try:
+            request = container_gpu_request(limits.raw, requests.raw)
+        except ValueError as err:
+            message = str(err)
+            named = _GPU_PROBLEM.match(message)
+            if named is None:
+                self.diag.error(obj, field, message)
+            else:
+                source, name, rest = named.groups()
+                where = f"{field}.{source}" if requests.split else field
+                self.diag.error(obj, f"{where}.{name}", rest)
+            return ()
+        return (request,) if request is not None else ()
+
     def _container(self, raw: Mapping[str, Any], obj: str, field: str) -> tuple[_Parsed, _Parsed]:
         """A task's ``resources``: a flat list (requests = limits) or ``{requests, limits}``;
         as in Kubernetes, a limit without a request sets the request."""
-        if (
+        split = bool(
             raw
             and set(raw) <= {"requests", "limits"}
             and all(isinstance(v, Mapping) for v in raw.values())
-        ):
+        )
+        if split:
             limits_raw = dict(raw.get("limits") or {})
-            requests_raw = {**limits_raw, **dict(raw.get("requests") or {})}
-        else:
-            limits_raw = requests_raw = dict(raw)
-        requests = _Parsed(requests_raw, self._resources(requests_raw, obj, field))
-        return requests, _Parsed(limits_raw, Resources())
+            requests_raw = dict(raw.get("requests") or {})
+            limits = self._resources(limits_raw, obj, f"{field}.limits")
+            requests = self._resources(requests_raw, obj, f"{field}.requests")
+            merged = {**limits_raw, **requests_raw}
+            amounts = dict(limits) | {name: requests.get(name) for name in requests_raw}
+            return (
+                _Parsed(merged, Resources(amounts), split),
+                _Parsed(limits_raw, limits, split),
+            )
+        flat = dict(raw)
+        resources = self._resources(flat, obj, field)
+        return _Parsed(flat, resources, split), _Parsed(flat, resources, split)
 
     def _affinity(
         self, raw: Mapping[str, Any] | None, obj: str, field: str
@@ -730,7 +875,10 @@ class _Builder:
         terms = []
         adapter = TypeAdapter(list[s.LabelExpressionIn])
         for i, term in enumerate(terms_raw):
-            path = f"{field}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]"
+            path = (
+                f"{field}.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+                f".nodeSelectorTerms[{i}]"
+            )
             if not isinstance(term, Mapping):
                 self.diag.error(obj, path, "must be a mapping")
                 continue
@@ -751,19 +899,21 @@ class _Builder:
     ) -> tuple[RunningPod, ...]:
         out = []
         seen: set[tuple[str, int]] = set()
-        by_name = {t.name: t for t in tasks}
+        by_name: dict[str, Task] = {}
+        for task in tasks:
+            by_name.setdefault(task.name, task)
         for i, r in enumerate(raw.running):
             field = f"running[{i}]"
             task_name = r.task
             if task_name is None:
-                if len(tasks) > 1:
+                if len(by_name) > 1:
                     self.diag.error(obj, f"{field}.task", "required when the job has several tasks")
                     continue
                 task_name = tasks[0].name
             task = by_name.get(task_name)
             if task is None:
                 self.diag.error(
-                    obj, f"{field}.task", f"task {task_name!r} does not exist in this job"
+                    obj, f"{field}.task", f'task "{task_name}" does not exist in this job'
                 )
                 continue
             if r.index >= task.replicas:
@@ -779,79 +929,184 @@ class _Builder:
             seen.add((task_name, r.index))
             node = nodes.get(r.node)
             if node is None:
-                self.diag.error(obj, f"{field}.node", f"node {r.node!r} does not exist")
+                self.diag.error(obj, f"{field}.node", f'node "{r.node}" does not exist')
                 continue
-            containers = self._running_gpus(r.gpus, obj, field)
+            containers, nested = self._running_gpus(r.gpus, obj, field)
             shares = []
             for c, container in enumerate(containers):
                 for d, share in enumerate(container):
-                    path = f"{field}.gpus[{c}][{d}]"
-                    dev = node.device(share.id)
-                    if dev is None:
-                        self.diag.error(
-                            obj, f"{path}.id", f"node {node.name} has no GPU {share.id!r}"
-                        )
-                    elif (
-                        share.memory > dev.memory
-                        or share.cores > dev.cores
-                        or min(share.memory, share.cores) < 0
-                    ):
-                        self.diag.error(
-                            obj,
-                            path,
-                            f"memory {share.memory} / cores {share.cores} exceed GPU "
-                            f"{dev.id} ({dev.memory} MiB, {dev.cores} cores)",
-                        )
+                    path = f"{field}.gpus[{c}][{d}]" if nested else f"{field}.gpus[{d}]"
+                    self._device_share(node, share, obj, path)
                 shares.append(tuple(DeviceShare(x.id, x.memory, x.cores) for x in container))
             out.append(RunningPod(r.index, r.node, task_name, tuple(shares)))
         return tuple(out)
 
-    def _running_gpus(self, raw: object, obj: str, field: str) -> list[list[s.DeviceShareIn]]:
-        """A flat list is a one-container pod; a list of lists gives one list per container."""
+    def _device_share(self, node: Node, share: s.DeviceShareIn, obj: str, path: str) -> None:
+        """Check one device a running pod holds, alone and together with the pods before it.
+
+        HAMi never books more memory, cores or time-slices than a device has, so a snapshot
+        that does describes no real cluster.
+        """
+        if node.name in self.unread_gpus:
+            return
+        dev = node.device(share.id)
+        if dev is None:
+            self.diag.error(obj, f"{path}.id", f'node "{node.name}" has no GPU "{share.id}"')
+            return
+        if (node.name, dev.id) in self.bad_devices:
+            return
+        used = self.device_use.setdefault((node.name, dev.id), [0, 0, 0])
+        for slot, (key, amount, limit, unit) in enumerate(
+            (("memory", share.memory, dev.memory, " MiB"), ("cores", share.cores, dev.cores, ""))
+        ):
+            if amount < 0:
+                self.diag.error(obj, f"{path}.{key}", f"must not be negative, got {amount}")
+                continue
+            if amount > limit:
+                self.diag.error(
+                    obj,
+                    f"{path}.{key}",
+                    f"{amount}{unit} exceeds the {limit}{unit} of GPU {dev.id} on {node.name}",
+                )
+                continue
+            if used[slot] + amount > limit:
+                self.diag.error(
+                    obj,
+                    f"{path}.{key}",
+                    f"{amount}{unit} and the {used[slot]}{unit} that pods listed earlier hold "
+                    f"on GPU {dev.id} ({node.name}) together exceed its {limit}{unit}",
+                )
+            used[slot] += amount
+        used[2] += 1
+        if used[2] > dev.count:
+            self.diag.error(
+                obj,
+                f"{path}.id",
+                f"GPU {dev.id} on {node.name} has {dev.count} time-slices, and this pod would "
+                f"be number {used[2]} on it",
+            )
+
+    def _running_gpus(
+        self, raw: object, obj: str, field: str
+    ) -> tuple[list[list[s.DeviceShareIn]], bool]:
+        """A flat list is a one-container pod; a list of lists gives one list per container.
+
+        Also says which form was used, so paths can be spelled as in the file.
+        """
         if not raw:
-            return []
+            return [], False
         nested = isinstance(raw, list) and all(isinstance(x, list) for x in raw)
         try:
             if nested:
-                return [_SHARE_LIST.validate_python(c) for c in raw]  # type: ignore[union-attr]
-            return [_SHARE_LIST.validate_python(raw)]
+                return [_SHARE_LIST.validate_python(c) for c in raw], True  # type: ignore[union-attr]
+            return [_SHARE_LIST.validate_python(raw)], False
         except ValidationError as err:
             self.diag.errors.extend(_sub_problems(err, obj, f"{field}.gpus"))
-            return []
+            return [], nested
 
     # -- TDM -----------------------------------------------------------------------------
 
-    def _tdm(self, scheduler: object, nodes: Sequence[Node]) -> None:
-        plugin = scheduler.plugin("tdm")  # type: ignore[attr-defined]
-        zones = {}
+    def _tdm(self, scheduler: SchedulerConf, nodes: Sequence[Node]) -> None:
+        """Check the tdm plugin's arguments and that every node's revocable zone has a window.
+
+        A zone whose window is malformed counts as configured here: its argument is already
+        reported, and the nodes in it are not wrong.
+        """
+        plugin = scheduler.plugin("tdm")
+        configured: set[str] = set()
         if plugin is not None:
-            zones = TdmConfig.from_arguments(plugin.arguments, "scheduler", self.diag).zones
+            path = _plugin_path(self.m.scheduler, "tdm")
+            local = Diagnostics()
+            TdmConfig.from_arguments(plugin.arguments, self.obj, local)
+            self.diag.errors.extend(_under(path, p) for p in local.errors)
+            for w in local.warnings:
+                self.diag.warn(w.obj, f"{path}.{w.field}", w.message)
+            configured = {
+                key.removeprefix(ZONE_ARG_PREFIX)
+                for key in plugin.arguments
+                if key.startswith(ZONE_ARG_PREFIX)
+            }
         for node in nodes:
             zone = node_zone(node.labels)
-            if zone and zone not in zones:
-                message = f"revocable zone {zone!r} is not configured (tdm.revocable-zone.{zone})"
-                if plugin is not None:
-                    self.diag.error(obj_name("Node", node.name), f"labels.{ZONE_LABEL}", message)
-                else:
-                    self.diag.warn(
-                        obj_name("Node", node.name),
-                        f"labels.{ZONE_LABEL}",
-                        "the tdm plugin is not configured, so this label has no effect",
-                    )
+            if not zone or zone in configured:
+                continue
+            obj = obj_name("Node", node.name)
+            if plugin is not None:
+                self.diag.error(
+                    obj,
+                    f"labels.{ZONE_LABEL}",
+                    f'revocable zone "{zone}" is not configured: the tdm plugin has no '
+                    f"{ZONE_ARG_PREFIX}{zone} argument",
+                )
+            else:
+                self.diag.warn(
+                    obj,
+                    f"labels.{ZONE_LABEL}",
+                    "the tdm plugin is not configured, so this label has no effect",
+                )
 
 
+def _plugin_path(raw: object, name: str) -> str:
+    """Where the first entry of plugin ``name`` is written under ``scheduler``."""
+    tiers = raw.get("tiers") if isinstance(raw, Mapping) else None
+    for t, tier in enumerate(tiers if isinstance(tiers, list) else []):
+        plugins = tier.get("plugins") if isinstance(tier, Mapping) else None
+        for p, entry in enumerate(plugins if isinstance(plugins, list) else []):
+            if isinstance(entry, Mapping) and entry.get("name") == name:
+                return f"scheduler.tiers[{t}].plugins[{p}]"
+    return "scheduler"
+
+
+def _under(path: str, problem: Problem) -> Problem:
+    return Problem(problem.message, problem.obj, f"{path}.{problem.field}", problem.file)
+
+
+_GPU_PROBLEM = re.compile(r"^(limits|requests)\[([^\]]+)\]: (.*)$", re.DOTALL)
+"""How ``container_gpu_request`` names the resource it refuses."""
 _DEVICE_LIST = TypeAdapter(list[s.GpuDeviceIn])
 _SHARE_LIST = TypeAdapter(list[s.DeviceShareIn])
 
 
 class _Parsed:
-    """A resource list both as written (for GPU request parsing) and in vcopt units."""
+    """A resource list both as written (for GPU request parsing) and in vcopt units.
 
-    __slots__ = ("raw", "resources")
+    ``split`` tells whether the task wrote ``{requests, limits}`` or one flat list, so that
+    messages can spell the path the way the file does.
+    """
 
-    def __init__(self, raw: Mapping[str, Any], resources: Resources) -> None:
+    __slots__ = ("raw", "resources", "split")
+
+    def __init__(self, raw: Mapping[str, Any], resources: Resources, split: bool) -> None:
         self.raw = raw
         self.resources = resources
+        self.split = split
+
+
+def _children_in_tree(queues: Sequence[Queue]) -> dict[str, list[str]]:
+    """Each queue's children, counting only queues whose parent chain reaches root.
+
+    A queue cut off by a missing parent or a cycle is already reported by ``validate_queues``;
+    leaving it out keeps one broken link from also making its parent look like a non-leaf.
+    """
+    parent: dict[str, str] = {}
+    for q in queues:
+        if q.name != ROOT:
+            parent.setdefault(q.name, q.parent or ROOT)
+    reaches: dict[str, bool] = {ROOT: True}
+    for name in parent:
+        chain: list[str] = []
+        current = name
+        while current not in reaches and current in parent and current not in chain:
+            chain.append(current)
+            current = parent[current]
+        verdict = reaches.get(current, False)
+        for member in chain:
+            reaches[member] = verdict
+    children: dict[str, list[str]] = {}
+    for name, up in parent.items():
+        if reaches[name]:
+            children.setdefault(up, []).append(name)
+    return children
 
 
 def job_obj(raw: s.JobIn) -> str:

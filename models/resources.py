@@ -8,6 +8,7 @@ tolerance (``minResource``) then never changes an integer comparison and is not 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 
@@ -25,10 +26,25 @@ _UNIT_RESOURCES = frozenset({PODS})
 
 
 def parse_amount(name: str, value: object) -> int:
-    """One quantity in the integer unit vcopt uses for resource ``name``."""
+    """One quantity in the integer unit vcopt uses for resource ``name``.
+
+    Large instances repeat the same few quantities thousands of times, so written values
+    (strings and integers) are parsed once and remembered.
+    """
+    if isinstance(value, str | int) and not isinstance(value, bool):
+        return _remembered_amount(name, value)
+    return _amount(name, value)
+
+
+def _amount(name: str, value: object) -> int:
     if name in _BYTE_RESOURCES or name in _UNIT_RESOURCES:
         return to_units(value)
     return to_milli(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _remembered_amount(name: str, value: str | int) -> int:
+    return _amount(name, value)
 
 
 def format_amount(name: str, amount: int) -> str:

@@ -170,23 +170,28 @@ class SchedulerConf:
         return out
 
 
-def _actions(raw: object, obj: str, diag: Diagnostics) -> tuple[str, ...]:
+def _at(prefix: str, sub: str) -> str:
+    """The path of ``sub`` below ``prefix`` (the key the configuration sits under)."""
+    if not prefix:
+        return sub
+    return f"{prefix}.{sub}" if sub else prefix
+
+
+def _actions(raw: object, obj: str, path: str, diag: Diagnostics) -> tuple[str, ...]:
     if isinstance(raw, str):
         names = [a.strip() for a in raw.split(",") if a.strip()]
     elif isinstance(raw, Sequence):
         names = [str(a).strip() for a in raw]
     else:
-        diag.error(obj, "actions", "must be a comma-separated string or a list of action names")
+        diag.error(obj, path, "must be a comma-separated string or a list of action names")
         return ()
     for name in names:
         if name not in KNOWN_ACTIONS:
             if name in OTHER_ACTIONS:
-                diag.warn(
-                    obj, "actions", f"action {name!r} is not modelled by vcopt and is skipped"
-                )
+                diag.warn(obj, path, f"action {name!r} is not modelled by vcopt and is skipped")
             else:
                 diag.error(
-                    obj, "actions", f"unknown action {name!r} (known: {', '.join(KNOWN_ACTIONS)})"
+                    obj, path, f"unknown action {name!r} (known: {', '.join(KNOWN_ACTIONS)})"
                 )
     return tuple(n for n in names if n in KNOWN_ACTIONS)
 
@@ -232,69 +237,101 @@ def _plugin(raw: object, obj: str, path: str, diag: Diagnostics) -> PluginOption
     return PluginOption(name, flags, arguments)
 
 
-def parse_scheduler_conf(raw: object, obj: str, diag: Diagnostics) -> SchedulerConf:
-    """Read a ``volcano-scheduler.conf`` mapping; ``None`` gives the Helm default."""
+def parse_scheduler_conf(
+    raw: object, obj: str, diag: Diagnostics, field: str = ""
+) -> SchedulerConf:
+    """Read a ``volcano-scheduler.conf`` mapping; ``None`` gives the Helm default.
+
+    Problems are recorded on ``obj`` with paths below ``field``, the key the configuration
+    sits under in the input (``scheduler`` in an instance file).
+    """
     if raw is None:
         return HELM_DEFAULT
     if not isinstance(raw, Mapping):
-        diag.error(obj, "", "must be a volcano-scheduler.conf mapping (actions, tiers)")
+        diag.error(obj, field, "must be a volcano-scheduler.conf mapping (actions, tiers)")
         return HELM_DEFAULT
     for key in raw:
         if key not in ("actions", "tiers", "configurations", "metrics"):
-            diag.error(obj, str(key), "unknown field (expected actions, tiers, configurations)")
-    actions = _actions(raw.get("actions", "enqueue, allocate, backfill"), obj, diag)
+            diag.error(
+                obj, _at(field, str(key)), "unknown field (expected actions, tiers, configurations)"
+            )
+    actions = _actions(
+        raw.get("actions", "enqueue, allocate, backfill"), obj, _at(field, "actions"), diag
+    )
     tiers: list[tuple[PluginOption, ...]] = []
     raw_tiers = raw.get("tiers") or []
     if not isinstance(raw_tiers, Sequence) or isinstance(raw_tiers, str):
-        diag.error(obj, "tiers", "must be a list of {plugins: [...]}")
+        diag.error(obj, _at(field, "tiers"), "must be a list of {plugins: [...]}")
         raw_tiers = []
-    seen: set[str] = set()
+    paths: dict[str, str] = {}
+    """Each plugin's first entry → its path, for messages about combinations."""
     for t, tier in enumerate(raw_tiers):
+        tier_path = _at(field, f"tiers[{t}]")
         if not isinstance(tier, Mapping) or set(tier) - {"plugins"}:
-            diag.error(obj, f"tiers[{t}]", "a tier must be a mapping with only 'plugins'")
+            diag.error(obj, tier_path, "a tier must be a mapping with only 'plugins'")
             continue
         plugins = tier.get("plugins") or []
         if not isinstance(plugins, Sequence) or isinstance(plugins, str):
-            diag.error(obj, f"tiers[{t}].plugins", "must be a list")
+            diag.error(obj, f"{tier_path}.plugins", "must be a list")
             continue
         options = []
         for p, entry in enumerate(plugins):
-            option = _plugin(entry, obj, f"tiers[{t}].plugins[{p}]", diag)
+            path = f"{tier_path}.plugins[{p}]"
+            option = _plugin(entry, obj, path, diag)
             if option is None:
                 continue
-            if option.name in seen:
-                diag.warn(
-                    obj, f"tiers[{t}].plugins[{p}].name", f"plugin {option.name!r} is listed twice"
-                )
-            seen.add(option.name)
+            if option.name in paths:
+                diag.warn(obj, f"{path}.name", f"plugin {option.name!r} is listed twice")
+            paths.setdefault(option.name, path)
             options.append(option)
         tiers.append(tuple(options))
-    if "proportion" in seen and "capacity" in seen:
-        diag.error(obj, "tiers", "proportion and capacity cannot be configured together")
-    conf = SchedulerConf(
-        actions, tuple(tiers), _configurations(raw.get("configurations"), obj, diag)
-    )
-    if conf.hierarchy() and conf.has("drf") and conf.plugin("drf").enabled("Hierarchy"):  # type: ignore[union-attr]
+    if "proportion" in paths and "capacity" in paths:
+        later = max(paths["proportion"], paths["capacity"], key=_position)
         diag.error(
-            obj, "tiers", "drf with enableHierarchy cannot be combined with hierarchical capacity"
+            obj,
+            f"{later}.name",
+            "proportion and capacity cannot be configured together (both set queue quotas)",
+        )
+    conf = SchedulerConf(
+        actions,
+        tuple(tiers),
+        _configurations(raw.get("configurations"), obj, _at(field, "configurations"), diag),
+    )
+    drf = conf.plugin("drf")
+    if conf.has("proportion") and drf is not None and drf.enabled("Hierarchy"):
+        diag.error(
+            obj,
+            f"{paths['drf']}.enableHierarchy",
+            "proportion and drf with hierarchy enabled conflict (Volcano refuses the "
+            "configuration)",
         )
     return conf
 
 
-def _configurations(raw: object, obj: str, diag: Diagnostics) -> dict[str, dict[str, object]]:
+def _position(path: str) -> tuple[int, ...]:
+    """Where a ``…tiers[t].plugins[p]`` path sits in the configuration, for ordering."""
+    return tuple(int(n) for n in re.findall(r"\[(\d+)\]", path))
+
+
+def _configurations(
+    raw: object, obj: str, path: str, diag: Diagnostics
+) -> dict[str, dict[str, object]]:
     if raw is None:
         return {}
     out: dict[str, dict[str, object]] = {}
     if not isinstance(raw, Sequence) or isinstance(raw, str):
-        diag.error(obj, "configurations", "must be a list of {name, arguments}")
+        diag.error(obj, path, "must be a list of {name, arguments}")
         return out
     for i, entry in enumerate(raw):
         if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
-            diag.error(obj, f"configurations[{i}]", "must be a mapping with a name and arguments")
+            diag.error(obj, f"{path}[{i}]", "must be a mapping with a name and arguments")
             continue
+        for key in entry:
+            if key not in ("name", "arguments"):
+                diag.error(obj, f"{path}[{i}].{key}", "unknown field (expected name, arguments)")
         args = entry.get("arguments") or {}
         if not isinstance(args, Mapping):
-            diag.error(obj, f"configurations[{i}].arguments", "must be a mapping")
+            diag.error(obj, f"{path}[{i}].arguments", "must be a mapping")
             continue
         out[entry["name"]] = {str(k): v for k, v in args.items()}
     return out

@@ -22,8 +22,8 @@ class _Strict(BaseModel):
 class MetadataIn(_Strict):
     name: StrictStr = ""
     namespace: StrictStr = ""
-    labels: dict[StrictStr, StrictStr] = {}
-    annotations: dict[StrictStr, StrictStr] = {}
+    labels: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    annotations: dict[StrictStr, StrictStr] = Field(default_factory=dict)
 
 
 class GpuDeviceIn(_Strict):
@@ -42,7 +42,7 @@ class GpuShorthandIn(_Strict):
     count: StrictInt = Field(ge=0, le=1024)
     type: StrictStr = "NVIDIA"
     memory: StrictInt
-    split: StrictInt = 10
+    split: StrictInt = Field(default=10, ge=0)
     cores: StrictInt = 100
 
 
@@ -55,10 +55,10 @@ class TaintIn(_Strict):
 
 class NodeIn(_Strict):
     name: StrictStr = Field(min_length=1)
-    labels: dict[StrictStr, StrictStr] = {}
-    annotations: dict[StrictStr, StrictStr] = {}
-    taints: list[TaintIn] = []
-    allocatable: ResourceList = {}
+    labels: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    annotations: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    taints: list[TaintIn] = Field(default_factory=list)
+    allocatable: ResourceList = Field(default_factory=dict)
     unschedulable: StrictBool = False
     gpus: Any = None
     """A list of devices or the ``{count, type, memory}`` shorthand; checked by the loader."""
@@ -68,10 +68,10 @@ class NodeGroupIn(_Strict):
     namePrefix: StrictStr = Field(min_length=1)
     count: StrictInt = Field(ge=1, le=100_000)
     start: StrictInt = Field(default=0, ge=0)
-    labels: dict[StrictStr, StrictStr] = {}
-    annotations: dict[StrictStr, StrictStr] = {}
-    taints: list[TaintIn] = []
-    allocatable: ResourceList = {}
+    labels: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    annotations: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    taints: list[TaintIn] = Field(default_factory=list)
+    allocatable: ResourceList = Field(default_factory=dict)
     unschedulable: StrictBool = False
     gpus: GpuShorthandIn | None = None
 
@@ -87,12 +87,12 @@ class RegexMatchIn(_Strict):
 class LabelExpressionIn(_Strict):
     key: StrictStr
     operator: StrictStr
-    values: list[StrictStr] = []
+    values: list[StrictStr] = Field(default_factory=list)
 
 
 class LabelSelectorIn(_Strict):
-    matchLabels: dict[StrictStr, StrictStr] = {}
-    matchExpressions: list[LabelExpressionIn] = []
+    matchLabels: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    matchExpressions: list[LabelExpressionIn] = Field(default_factory=list)
 
 
 class SelectorIn(_Strict):
@@ -103,14 +103,14 @@ class SelectorIn(_Strict):
 
 class MemberIn(_Strict):
     type: StrictStr = ""
-    selector: SelectorIn = SelectorIn()
+    selector: SelectorIn = Field(default_factory=SelectorIn)
 
 
 class HyperNodeIn(_Strict):
     name: StrictStr = Field(min_length=1)
     tier: StrictInt
     tierName: StrictStr = ""
-    members: list[MemberIn] = []
+    members: list[MemberIn] = Field(default_factory=list)
 
 
 class QueueIn(_Strict):
@@ -118,9 +118,9 @@ class QueueIn(_Strict):
     parent: StrictStr = ""
     weight: StrictInt = 1
     priority: StrictInt = 0
-    deserved: ResourceList = {}
-    capability: ResourceList = {}
-    guarantee: ResourceList = {}
+    deserved: ResourceList = Field(default_factory=dict)
+    capability: ResourceList = Field(default_factory=dict)
+    guarantee: ResourceList = Field(default_factory=dict)
     reclaimable: StrictBool = True
     state: StrictStr = "Open"
     affinity: Any = None
@@ -154,18 +154,18 @@ class TolerationIn(_Strict):
 class TaskIn(_Strict):
     name: StrictStr = Field(min_length=1)
     replicas: StrictInt = Field(default=1, ge=0, le=1_000_000)
-    resources: ResourceList = {}
+    resources: ResourceList = Field(default_factory=dict)
     initResources: ResourceList | None = None
     priority: StrictInt | None = None
     priorityClassName: StrictStr = ""
     preemptionPolicy: StrictStr = "PreemptLowerPriority"
     minAvailable: StrictInt | None = None
-    labels: dict[StrictStr, StrictStr] = {}
-    annotations: dict[StrictStr, StrictStr] = {}
-    nodeSelector: dict[StrictStr, StrictStr] = {}
+    labels: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    annotations: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    nodeSelector: dict[StrictStr, StrictStr] = Field(default_factory=dict)
     affinity: dict[StrictStr, Any] | None = None
-    tolerations: list[TolerationIn] = []
-    topologySpreadConstraints: list[Any] = []
+    tolerations: list[TolerationIn] = Field(default_factory=list)
+    topologySpreadConstraints: list[Any] = Field(default_factory=list)
 
 
 class DeviceShareIn(_Strict):
@@ -189,28 +189,28 @@ class JobIn(_Strict):
     priorityClassName: StrictStr = ""
     priority: StrictInt | None = None
     minAvailable: StrictInt | None = None
-    minTaskMember: dict[StrictStr, StrictInt] = {}
+    minTaskMember: dict[StrictStr, StrictInt] = Field(default_factory=dict)
     minResources: ResourceList | None = None
     networkTopology: NetworkTopologyIn | None = None
-    labels: dict[StrictStr, StrictStr] = {}
-    annotations: dict[StrictStr, StrictStr] = {}
+    labels: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    annotations: dict[StrictStr, StrictStr] = Field(default_factory=dict)
     duration: StrictStr | None = None
     phase: StrictStr | None = None
     creationTimestamp: Any = None
     tasks: list[TaskIn] = Field(min_length=1)
-    running: list[RunningIn] = []
+    running: list[RunningIn] = Field(default_factory=list)
 
 
 class InstanceIn(_Strict):
     apiVersion: StrictStr
     kind: StrictStr
-    metadata: MetadataIn = MetadataIn()
+    metadata: MetadataIn = Field(default_factory=MetadataIn)
     now: Any = None
     timezone: StrictStr = "UTC"
     scheduler: Any = None
-    priorityClasses: list[PriorityClassIn] = []
-    nodes: list[NodeIn] = []
-    nodeGroups: list[NodeGroupIn] = []
-    hypernodes: list[HyperNodeIn] = []
-    queues: list[QueueIn] = []
-    jobs: list[JobIn] = []
+    priorityClasses: list[PriorityClassIn] = Field(default_factory=list)
+    nodes: list[NodeIn] = Field(default_factory=list)
+    nodeGroups: list[NodeGroupIn] = Field(default_factory=list)
+    hypernodes: list[HyperNodeIn] = Field(default_factory=list)
+    queues: list[QueueIn] = Field(default_factory=list)
+    jobs: list[JobIn] = Field(default_factory=list)

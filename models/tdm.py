@@ -21,7 +21,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from fractions import Fraction
-from types import MappingProxyType
 
 from .errors import Diagnostics
 
@@ -29,6 +28,7 @@ ZONE_LABEL = "volcano.sh/revocable-zone"
 PREEMPTABLE = "volcano.sh/preemptable"
 ZONE_ARG_PREFIX = "tdm.revocable-zone."
 EVICT_PERIOD_ARG = "tdm.evict.period"
+LAST_EVICT_ARG = "vcopt.lastEvictAt"
 DEFAULT_EVICT_PERIOD = timedelta(minutes=1)
 
 # Two spellings circulate for the PodGroup disruption budget: Volcano's constants (spec §6) and
@@ -188,8 +188,11 @@ def _unix(instant: datetime) -> int:
 class TdmConfig:
     """The ``tdm`` plugin arguments: zone windows and the eviction period."""
 
-    zones: Mapping[str, Window] = field(default_factory=lambda: MappingProxyType({}))
+    zones: Mapping[str, Window] = field(default_factory=dict)
     evict_period: timedelta = DEFAULT_EVICT_PERIOD
+    last_evict_at: datetime | None = None
+    """vcopt extension (argument ``vcopt.lastEvictAt``): when TDM last evicted, so that a
+    snapshot can say the evict period has not elapsed yet. Volcano keeps this in memory."""
 
     @classmethod
     def from_arguments(
@@ -203,6 +206,7 @@ class TdmConfig:
         """
         zones: dict[str, Window] = {}
         period = DEFAULT_EVICT_PERIOD
+        last: datetime | None = None
         for key, value in arguments.items():
             where = f"arguments.{key}"
             if key.startswith(ZONE_ARG_PREFIX):
@@ -224,14 +228,38 @@ class TdmConfig:
                     period = parse_go_duration(value)
                 except ValueError as exc:
                     diag.error(obj, where, str(exc))
+            elif key == LAST_EVICT_ARG:
+                last = parse_last_evict_at(value, obj, diag)
             else:
                 diag.warn(obj, where, "unknown tdm argument; Volcano ignores it")
-        return cls(MappingProxyType(zones), period)
+        return cls(zones, period, last)
 
     def zone_active(self, zone: str, now: datetime, tz: tzinfo, *, faithful: bool = True) -> bool:
         """Whether nodes of ``zone`` are usable at ``now``; an unconfigured zone never is."""
         window = self.zones.get(zone)
         return window is not None and window_active(window, now, tz, faithful=faithful)
+
+
+def parse_last_evict_at(value: object, obj: str, diag: Diagnostics) -> datetime | None:
+    """The ``vcopt.lastEvictAt`` argument: an RFC 3339 instant with a UTC offset."""
+    if value is None:
+        return None
+    where = f"arguments.{LAST_EVICT_ARG}"
+    if isinstance(value, datetime):
+        instant = value
+    elif isinstance(value, str):
+        try:
+            instant = datetime.fromisoformat(value)
+        except ValueError:
+            diag.error(obj, where, f'{value!r} is not an RFC 3339 time like "2026-11-30T13:59:00Z"')
+            return None
+    else:
+        diag.error(obj, where, f"must be an RFC 3339 time string, got {value!r}")
+        return None
+    if instant.tzinfo is None or instant.utcoffset() is None:
+        diag.error(obj, where, f"{value!r} needs a UTC offset (e.g. Z or +08:00)")
+        return None
+    return instant
 
 
 def node_zone(labels: Mapping[str, str]) -> str:

@@ -1,9 +1,16 @@
 """Safe, bounded YAML reading.
 
 Input files come from users and from scripts, so reading one must never run code, hang or
-exhaust memory: only YAML's safe tags are constructed, and before anything is built the event
-stream is scanned once (libyaml, no recursion) to refuse deep nesting and alias bombs, whose
-expanded size is computed without expanding them.
+exhaust memory. The file is read in one pass over libyaml's event stream (no recursion) that
+refuses deep nesting and alias bombs before they are built, computing the size an alias
+expands to without expanding it, and builds the documents as it goes.
+
+Building from events is about six times faster than PyYAML's constructor, which is what makes
+a 5,000-node, 50,000-pod instance load in seconds. It covers what instance files and
+``kubectl get -o yaml`` output use: mappings, sequences and the scalars of the YAML 1.1 core
+schema, resolved exactly as PyYAML's safe loader resolves them. A document that uses anything
+else (explicit tags such as ``!!binary``, merge keys ``<<``, collections as mapping keys) is
+checked the same way and then built by PyYAML's safe loader.
 """
 
 from __future__ import annotations
@@ -11,6 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
+from yaml.constructor import SafeConstructor
+from yaml.resolver import Resolver
 
 from .errors import InputError, Problem
 
@@ -21,48 +30,144 @@ except AttributeError:  # pragma: no cover - pyyaml built without libyaml
 
 MAX_BYTES = 256 * 2**20
 MAX_DEPTH = 64
-MAX_EXPANDED_NODES = 20_000_000
-"""Roughly 50× the node count of a 5,000-node, 50,000-pod instance."""
+MAX_EXPANDED_NODES = 3_000_000
+"""About 14× the YAML nodes of a compact 5,000-node, 50,000-pod instance (≈220,000), and about
+a minute of reading: far more than any real cluster needs, far less than a hang."""
+
+_STR = "tag:yaml.org,2002:str"
+_SEQ = "tag:yaml.org,2002:seq"
+_MAP = "tag:yaml.org,2002:map"
+_SCALAR_TAGS = frozenset(
+    f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "timestamp")
+)
+_RESOLVER = Resolver()
+_CONSTRUCTOR = SafeConstructor()
 
 
 def _refuse(file: str, message: str) -> InputError:
     return InputError([Problem(message, file=file)])
 
 
-def _check_events(text: str, file: str) -> None:
-    """Reject nesting deeper than MAX_DEPTH and documents that expand beyond the limit."""
-    anchors: dict[str, int] = {}
-    stack: list[list[int | str | None]] = []
-    total = 0
-    try:
+class _Open:
+    """A collection whose end event has not come yet."""
+
+    __slots__ = ("anchor", "key", "pending_key", "size", "value")
+
+    def __init__(self, value: dict[object, object] | list[object], anchor: str | None) -> None:
+        self.value = value
+        self.anchor = anchor
+        self.size = 1
+        self.key: object = None
+        self.pending_key = False
+        """For a mapping: whether ``key`` waits for its value."""
+
+
+class _Reader:
+    """One pass over the events of a text: limits first, then the documents."""
+
+    def __init__(self, file: str) -> None:
+        self.file = file
+        self.total = 0
+        self.building = True
+        self.tags: dict[tuple[str, bool], str] = {}
+        """Resolved tag of each plain (True) or quoted (False) scalar text seen so far."""
+
+    def read(self, text: str) -> list[object]:
+        docs: list[object] = []
+        stack: list[_Open] = []
+        anchors: dict[str, tuple[int, object]] = {}
         for event in yaml.parse(text, Loader=_Loader):
-            if isinstance(event, yaml.ScalarEvent | yaml.AliasEvent):
-                size = 1 if isinstance(event, yaml.ScalarEvent) else anchors.get(event.anchor, 1)
-                if isinstance(event, yaml.ScalarEvent) and event.anchor:
-                    anchors[event.anchor] = 1
-                total += size
-                if stack:
-                    stack[-1][0] += size  # type: ignore[operator]
-            elif isinstance(event, yaml.CollectionStartEvent):
+            kind = type(event)
+            if kind is yaml.ScalarEvent:
+                value = self._scalar(event) if self.building else None
+                size = 1
+                self._count(1)
+                if event.anchor:
+                    anchors[event.anchor] = (1, value)
+            elif kind is yaml.AliasEvent:
+                if any(frame.anchor == event.anchor for frame in stack):
+                    raise self._at(
+                        event, f"alias *{event.anchor} refers to a collection inside itself"
+                    )
+                if event.anchor not in anchors:
+                    raise self._at(
+                        event, f"alias *{event.anchor} names no anchor defined before it"
+                    )
+                size, value = anchors[event.anchor]
+                self._count(size)
+            elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
                 if len(stack) >= MAX_DEPTH:
-                    line = event.start_mark.line + 1 if event.start_mark else 0
-                    raise _refuse(file, f"line {line}: nesting deeper than {MAX_DEPTH} levels")
-                stack.append([1, event.anchor])
-            elif isinstance(event, yaml.CollectionEndEvent):
-                size, anchor = stack.pop()
-                total += 1
-                if anchor:
-                    anchors[str(anchor)] = int(size)  # type: ignore[arg-type]
-                if stack:
-                    stack[-1][0] += size  # type: ignore[operator]
-            if total > MAX_EXPANDED_NODES:
-                raise _refuse(
-                    file,
-                    f"the document expands to more than {MAX_EXPANDED_NODES:,} YAML nodes "
-                    "(alias bomb or far too large an instance)",
-                )
-    except yaml.YAMLError as err:
-        raise _refuse(file, f"not valid YAML: {_yaml_message(err)}") from None
+                    raise self._at(event, f"nesting deeper than {MAX_DEPTH} levels")
+                if event.tag not in (None, "!", _MAP if kind is yaml.MappingStartEvent else _SEQ):
+                    self.building = False
+                self._count(1)
+                stack.append(_Open({} if kind is yaml.MappingStartEvent else [], event.anchor))
+                continue
+            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                frame = stack.pop()
+                if frame.anchor:
+                    anchors[frame.anchor] = (frame.size, frame.value)
+                size, value = frame.size, frame.value
+            elif kind is yaml.DocumentStartEvent:
+                anchors = {}
+                continue
+            else:
+                continue
+            if not stack:
+                docs.append(value)
+                continue
+            parent = stack[-1]
+            parent.size += size
+            if self.building:
+                self._add(parent, value)
+        return docs
+
+    def _count(self, nodes: int) -> None:
+        """Add ``nodes`` to the expanded size of the text; refuse it beyond the limit."""
+        self.total += nodes
+        if self.total > MAX_EXPANDED_NODES:
+            raise _refuse(
+                self.file,
+                f"the document expands to more than {MAX_EXPANDED_NODES:,} YAML nodes "
+                "(alias bomb or far too large an instance)",
+            )
+
+    def _add(self, parent: _Open, value: object) -> None:
+        container = parent.value
+        if isinstance(container, list):
+            container.append(value)
+        elif parent.pending_key:
+            container[parent.key] = value
+            parent.pending_key = False
+        elif isinstance(value, dict | list):
+            self.building = False
+        else:
+            parent.key = value
+            parent.pending_key = True
+
+    def _scalar(self, event: yaml.ScalarEvent) -> object:
+        tag = event.tag
+        if tag is None or tag == "!":
+            plain = bool(event.implicit[0])
+            tag = self.tags.get((event.value, plain))
+            if tag is None:
+                tag = _RESOLVER.resolve(yaml.ScalarNode, event.value, (plain, False))
+                self.tags[(event.value, plain)] = tag
+        if tag == _STR:
+            return event.value
+        if tag not in _SCALAR_TAGS:
+            self.building = False
+            return None
+        constructor = _CONSTRUCTOR.yaml_constructors[tag]
+        try:
+            return constructor(_CONSTRUCTOR, yaml.ScalarNode(tag, event.value))
+        except ValueError as err:
+            kind = tag.rsplit(":", 1)[1]
+            raise self._at(event, f"cannot read {event.value!r} as YAML {kind}: {err}") from None
+
+    def _at(self, event: yaml.Event, message: str) -> InputError:
+        mark = event.start_mark
+        return _refuse(self.file, f"line {mark.line + 1}: {message}" if mark else message)
 
 
 def _yaml_message(err: yaml.YAMLError) -> str:
@@ -85,7 +190,9 @@ def read_text(path: str | Path) -> str:
         raise _refuse(file, "is a directory, not an instance file")
     if size > MAX_BYTES:
         raise _refuse(
-            file, f"file is {size / 2**20:.0f} MiB; the limit is {MAX_BYTES // 2**20} MiB"
+            file,
+            f"file has {size:,} bytes, more than the limit of {MAX_BYTES:,} bytes "
+            f"({MAX_BYTES // 2**20} MiB)",
         )
     try:
         return p.read_text(encoding="utf-8")
@@ -97,11 +204,19 @@ def read_text(path: str | Path) -> str:
 
 def load_documents(text: str, file: str) -> list[object]:
     """Every non-empty YAML document in ``text``."""
-    _check_events(text, file)
+    reader = _Reader(file)
     try:
-        docs = list(yaml.load_all(text, Loader=_Loader))
+        docs = reader.read(text)
+        if not reader.building:
+            docs = list(yaml.load_all(text, Loader=_Loader))
     except yaml.YAMLError as err:
+        if "maximum nesting depth" in str(getattr(err, "problem", "")):
+            # libyaml's scanner looks ahead through flow collections and stops at its own
+            # limit before the first event of a deep ``[[[…]]]`` reaches the check above.
+            mark = getattr(err, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else 0
+            raise _refuse(file, f"line {line}: nesting deeper than {MAX_DEPTH} levels") from None
         raise _refuse(file, f"not valid YAML: {_yaml_message(err)}") from None
-    except RecursionError:
-        raise _refuse(file, "nesting too deep") from None
+    except ValueError as err:
+        raise _refuse(file, f"not valid YAML: {err}") from None
     return [d for d in docs if d is not None]

@@ -83,7 +83,9 @@ def node_table(instance: Instance) -> str:
         rows.append(
             [
                 node.name,
-                _res(Resources({k: v for k, v in node.allocatable.items() if k in ("cpu", "memory")})),
+                _res(
+                    Resources({k: v for k, v in node.allocatable.items() if k in ("cpu", "memory")})
+                ),
                 gpus,
                 f"{used}/{node.pod_capacity}",
                 topology.leaf_of(node.name) or "-",
@@ -104,9 +106,19 @@ def job_table(instance: Instance) -> str:
             topology = f"{topo.mode}≤{limit}"
         running = sum(1 for p in job.pods if p.running)
         rows.append(
-            [job.key, job.queue, job.priority, f"{running}/{job.replicas}", job.min_available, topology, job.phase]
+            [
+                job.key,
+                job.queue,
+                job.priority,
+                f"{running}/{job.replicas}",
+                job.min_available,
+                topology,
+                job.phase,
+            ]
         )
-    return columns(["JOB", "QUEUE", "PRIORITY", "RUNNING", "MINAVAILABLE", "TOPOLOGY", "PHASE"], rows)
+    return columns(
+        ["JOB", "QUEUE", "PRIORITY", "RUNNING", "MINAVAILABLE", "TOPOLOGY", "PHASE"], rows
+    )
 
 
 def render(instance: Instance) -> str:

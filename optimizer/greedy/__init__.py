@@ -1,0 +1,1 @@
+"""The greedy engine: one faithful Volcano scheduling cycle on the snapshot."""

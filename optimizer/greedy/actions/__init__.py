@@ -1,0 +1,1 @@
+"""Volcano's actions, each one module named after it; run in the configured order."""

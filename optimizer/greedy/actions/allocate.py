@@ -1,0 +1,293 @@
+"""``allocate`` (spec §1.4–§1.6, §2, §3, §4.3–§4.5): place pending tasks, gang by gang.
+
+The loop pops the best queue, then that queue's best job, places tasks until the job is ready
+and commits; a ready job with tasks left goes back into its queue's heap and gets one more task
+per pop, and the queue always goes back so that queue order is re-evaluated with the new
+shares. A job that did not become ready is not retried in this action (§9.3), and a job that
+is only pipelined keeps its tentative placements in the session without being bound (§9.1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from models.topology import Topology
+from models.workload import INQUEUE, PENDING
+
+from ..api import JobInfo, NodeInfo, Status, TaskInfo, vle
+from ..heap import GoHeap
+from ..nodes import FitReport, best_node, device_fit, predicate_nodes
+from ..session import FitFailure, Operation, Session, Statement
+
+
+@dataclass
+class Worksheet:
+    """A job's pending tasks in task order (``organizeJobWorksheet``)."""
+
+    tasks: GoHeap
+
+    def clone(self, ssn: Session) -> Worksheet:
+        heap: GoHeap = GoHeap(ssn.task_order)
+        for task in self.tasks.items():
+            heap.push(task)
+        return Worksheet(heap)
+
+    def empty(self) -> bool:
+        return self.tasks.empty()
+
+
+def worksheet(ssn: Session, job: JobInfo) -> Worksheet:
+    heap: GoHeap = GoHeap(ssn.task_order)
+    for task in sorted(job.tasks.values(), key=lambda t: t.uid):
+        if task.status is Status.PENDING and not task.best_effort:
+            heap.push(task)
+    return Worksheet(heap)
+
+
+def execute(ssn: Session) -> None:
+    enqueue_configured = "enqueue" in ssn.conf.actions
+    queues: GoHeap = GoHeap(ssn.queue_order)
+    jobs_by_queue: dict[str, GoHeap] = {}
+    sheets: dict[str, Worksheet] = {}
+    for job in sorted(ssn.jobs.values(), key=lambda j: (j.order, j.uid)):
+        if job.phase in (PENDING, ""):
+            if enqueue_configured:
+                continue
+            job.phase = INQUEUE
+        reason = ssn.job_valid(job)
+        if reason is not None:
+            job.reason = job.reason or reason
+            continue
+        queue = ssn.queue_of(job)
+        if queue is None:
+            continue
+        sheet = worksheet(ssn, job)
+        if sheet.empty():
+            continue
+        sheets[job.uid] = sheet
+        if queue.uid not in jobs_by_queue:
+            jobs_by_queue[queue.uid] = GoHeap(ssn.job_order)
+            queues.push(queue)
+        jobs_by_queue[queue.uid].push(job)
+
+    while not queues.empty():
+        queue = queues.pop()
+        if ssn.overused(queue):
+            continue
+        heap = jobs_by_queue[queue.uid]
+        if heap.empty():
+            continue
+        job = heap.pop()
+        sheet = sheets[job.uid]
+        if job.hard_tier is not None:
+            stmt, sheet = allocate_for_job(ssn, job, sheet)
+            sheets[job.uid] = sheet
+            if stmt is not None and ssn.job_ready(job):
+                record_hypernode(ssn, job)
+                stmt.commit()
+                if not sheet.empty():
+                    heap.push(job)
+        else:
+            stmt = allocate_tasks(ssn, job, sheet, ssn.node_list)
+            if stmt is not None and ssn.job_ready(job):
+                stmt.commit()
+                if not sheet.empty():
+                    heap.push(job)
+        queues.push(queue)
+
+
+def record_hypernode(ssn: Session, job: JobInfo) -> None:
+    """``UpdateDecisionToJob``: the job's hypernode becomes LCA(old, chosen)."""
+    placed = {t.node for t in job.tasks.values() if t.node}
+    if placed:
+        lowest = ssn.topology.lowest_common(placed)
+        if lowest is not None:
+            job.allocated_hypernode = lowest
+            ssn.hypernode_decisions[job.uid] = lowest
+
+
+def need_continue(job: JobInfo) -> bool:
+    """``JobInfo.NeedContinueAllocating`` (§2.1) for a job without subGroupPolicy."""
+    if job.min_available == len(job.tasks):
+        return False
+    members = sum(job.min_task_member.values())
+    if job.min_available < members:
+        open_roles = sum(
+            1
+            for t in job.tasks.values()
+            if t.status is Status.PENDING and t.role not in job.role_fit_failed
+        )
+        return job.ready_task_num + open_roles >= job.min_available
+    for role in job.role_fit_failed:
+        allocated = sum(1 for t in job.tasks.values() if t.role == role and t.status in _HOLDING)
+        if allocated < job.min_task_member.get(role, 0):
+            return False
+    return True
+
+
+_HOLDING = frozenset(
+    {Status.ALLOCATED, Status.PIPELINED, Status.BINDING, Status.BOUND, Status.RUNNING}
+)
+
+
+def allocate_tasks(
+    ssn: Session, job: JobInfo, sheet: Worksheet, nodes: list[NodeInfo]
+) -> Statement | None:
+    """``allocateResourcesForTasks`` for the job's default subjob on ``nodes`` (§2.1)."""
+    stmt = ssn.statement()
+    queue = ssn.queue_of(job)
+    role_cache: dict[str, dict[str, FitFailure]] = {}
+    job.running_lca = job.allocated_hypernode
+    topology: Topology = ssn.topology
+    while not sheet.empty():
+        task: TaskInfo = sheet.tasks.pop()
+        if queue is None or not ssn.allocatable(queue, task):
+            job.fit_errors[task.uid] = quota_reason(ssn, job, task)
+            continue
+        if task.role and task.role in job.role_fit_failed:
+            job.fit_errors[task.uid] = f"task role {task.role!r} already failed in this job"
+            continue
+        failure = ssn.pre_predicate(task)
+        if failure is not None:
+            job.fit_errors[task.uid] = failure.reason
+            if task.role:
+                job.role_fit_failed.add(task.role)
+            if need_continue(job):
+                continue
+            break
+        report = FitReport()
+        candidates = nominated(ssn, task, nodes)
+        feasible = predicate_nodes(
+            ssn, task, candidates or nodes, report, role_cache.setdefault(task.role, {})
+        )
+        if not feasible and candidates:
+            feasible = predicate_nodes(
+                ssn, task, nodes, report, role_cache.setdefault(task.role, {})
+            )
+        if not feasible:
+            job.fit_errors[task.uid] = report.summary(len(nodes))
+            if task.role:
+                job.role_fit_failed.add(task.role)
+            if need_continue(job):
+                continue
+            break
+        node = best_node(ssn, task, feasible)
+        place(ssn, stmt, task, node)
+        if job.has_topology:
+            leaf = topology.leaf_of(node.name) or ""
+            job.running_lca = topology.lca(job.running_lca, leaf) if job.running_lca else leaf
+        if ssn.job_ready(job):
+            break
+    if ssn.job_ready(job) or ssn.job_pipelined(job):
+        return stmt
+    stmt.discard()
+    return None
+
+
+def nominated(ssn: Session, task: TaskInfo, nodes: list[NodeInfo]) -> list[NodeInfo]:
+    """The nominated-node fast path (§2.1 step 5)."""
+    if not task.nominated_node:
+        return []
+    for node in nodes:
+        if node.name == task.nominated_node and vle(task.init_resreq, node.future_idle):
+            return [node]
+    return []
+
+
+def place(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeInfo) -> None:
+    """Allocate when the task fits the node's idle resources, else pipeline (§2.6)."""
+    devices = device_fit(ssn, task, node)
+    gpus = None if devices is None or isinstance(devices, FitFailure) else devices.gpus
+    if vle(task.init_resreq, node.idle):
+        stmt.allocate(task, node, gpus)
+    else:
+        stmt.pipeline(task, node, gpus)
+
+
+def quota_reason(ssn: Session, job: JobInfo, task: TaskInfo) -> str:
+    """Why ``Allocatable`` refused the task, from the quota plugin when it can say."""
+    for name in ("capacity", "proportion"):
+        plugin = ssn.plugins.get(name)
+        explain = getattr(plugin, "quota_reason", None)
+        if explain is not None:
+            queue = ssn.queue_of(job)
+            reason = explain(queue, task) if queue is not None else None
+            if reason:
+                return reason
+    return f"queue {job.queue}: not allocatable"
+
+
+# -- hard topology (§4.3–§4.5) -------------------------------------------------------------
+
+
+@dataclass
+class Solution:
+    operations: list[Operation]
+    score: float
+    sheet: Worksheet
+    hypernode: str
+
+
+def allocate_for_job(
+    ssn: Session, job: JobInfo, sheet: Worksheet
+) -> tuple[Statement | None, Worksheet]:
+    """``allocateForJob``: dry-run every HyperNode of each gradient, keep the best (§4.3)."""
+    saved_lca = job.allocated_hypernode
+    for gradient in ssn.hypernode_gradient(job, Topology.TOP, "allocate", False):
+        solutions: list[Solution] = []
+        for hypernode in gradient:
+            trial = sheet.clone(ssn)
+            job.fit_errors.clear()
+            job.role_fit_failed.clear()
+            stmt, score = allocate_for_subjob(ssn, job, trial, hypernode)
+            if (
+                stmt is not None
+                and stmt.operations
+                and (ssn.job_ready(job) or ssn.job_pipelined(job))
+            ):
+                solutions.append(Solution(list(stmt.operations), score, trial, hypernode))
+            if stmt is not None:
+                stmt.discard()
+            job.allocated_hypernode = saved_lca
+        if solutions:
+            top = max(s.score for s in solutions)
+            best = [s for s in solutions if s.score == top]
+            # Volcano quirk (§4.3 step 3): ties fall to Go map order, effectively random.
+            winner = best[0] if len(best) == 1 else ssn.rng.choice(best)
+            stmt = ssn.statement()
+            stmt.recover(winner.operations)
+            return stmt, winner.sheet
+    return None, sheet
+
+
+def allocate_for_subjob(
+    ssn: Session, job: JobInfo, sheet: Worksheet, root: str
+) -> tuple[Statement | None, float]:
+    """``allocateForSubJob``: inside ``root``, the lowest-tier HyperNode that fits wins (§4.4)."""
+    topology = ssn.topology
+    for gradient in ssn.hypernode_gradient(job, root, "allocate", True):
+        found: dict[str, tuple[list[Operation], Worksheet]] = {}
+        for hypernode in gradient:
+            trial = sheet.clone(ssn)
+            stmt = allocate_tasks(ssn, job, trial, _nodes_of(ssn, hypernode))
+            if stmt is not None and stmt.operations:
+                found[hypernode] = (list(stmt.operations), trial)
+            if stmt is not None:
+                stmt.discard()
+        if found:
+            scores = ssn.hypernode_order(job, {h: _nodes_of(ssn, h) for h in found})
+            top = max(scores.get(h, 0.0) for h in found)
+            best = [h for h in found if scores.get(h, 0.0) == top]
+            chosen = best[0] if len(best) == 1 else ssn.rng.choice(best)
+            operations, trial = found[chosen]
+            stmt = ssn.statement()
+            stmt.recover(operations)
+            sheet.tasks = trial.tasks
+            old = job.allocated_hypernode
+            job.allocated_hypernode = topology.lca(old, chosen) if old else chosen
+            return stmt, top
+    return None, 0.0
+
+
+def _nodes_of(ssn: Session, hypernode: str) -> list[NodeInfo]:
+    return sorted((ssn.nodes[n] for n in ssn.topology.real_nodes(hypernode)), key=lambda n: n.index)

@@ -1,0 +1,277 @@
+"""The mutable scheduling state of one Volcano session: tasks, jobs, nodes and queues.
+
+These mirror ``pkg/scheduler/api`` (TaskInfo, JobInfo, NodeInfo, QueueInfo) closely enough
+that each accounting rule of ``spec/volcano-scheduler.md`` (conventions, §1–§3) maps to one
+method here. Resource vectors are dense lists of integers indexed by :class:`Dims`, because a
+session compares them millions of times and Python dictionaries would dominate the run time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+from models.cluster import Node
+from models.gpu import GpuDevice, GpuFilter, GpuRequest
+from models.resources import CPU, MEMORY, PODS, Resources
+from models.workload import DeviceShare, Job, Pod, Task
+
+
+class Status(Enum):
+    PENDING = "Pending"
+    ALLOCATED = "Allocated"
+    PIPELINED = "Pipelined"
+    BINDING = "Binding"
+    BOUND = "Bound"
+    RUNNING = "Running"
+    RELEASING = "Releasing"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+ALLOCATED_STATUSES = frozenset({Status.BOUND, Status.BINDING, Status.RUNNING, Status.ALLOCATED})
+"""``api.AllocatedStatus``: tasks that hold node resources."""
+READY_STATUSES = ALLOCATED_STATUSES | {Status.SUCCEEDED}
+PREEMPTABLE_STATUSES = frozenset({Status.BOUND, Status.RUNNING})
+
+
+class Dims:
+    """Maps resource names to positions in the dense vectors of one session.
+
+    ``pods`` is kept out of the vectors: Volcano stores it in ``MaxTaskNum`` and compares it
+    only through the pod-count predicate.
+    """
+
+    def __init__(self, names: Iterable[str]) -> None:
+        extra = sorted({n for n in names if n not in (CPU, MEMORY, PODS)})
+        self.names: list[str] = [CPU, MEMORY, *extra]
+        self.index: dict[str, int] = {n: i for i, n in enumerate(self.names)}
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def vector(self, resources: Mapping[str, int]) -> list[int]:
+        out = [0] * len(self.names)
+        for name, amount in resources.items():
+            if name in self.index:
+                out[self.index[name]] = amount
+        return out
+
+    def resources(self, vector: list[int]) -> Resources:
+        return Resources({n: v for n, v in zip(self.names, vector, strict=True) if v})
+
+    def zero(self) -> list[int]:
+        return [0] * len(self.names)
+
+
+def vadd(a: list[int], b: list[int]) -> list[int]:
+    return [x + y for x, y in zip(a, b, strict=True)]
+
+
+def vsub(a: list[int], b: list[int]) -> list[int]:
+    return [x - y for x, y in zip(a, b, strict=True)]
+
+
+def vle(a: list[int], b: list[int]) -> bool:
+    """Volcano ``LessEqual`` in Zero mode on integer vectors (the 0.1 tolerance cannot matter
+    between integers)."""
+    return all(x <= y for x, y in zip(a, b, strict=True))
+
+
+def vempty(a: list[int]) -> bool:
+    return all(x <= 0 for x in a)
+
+
+@dataclass(eq=False)
+class TaskInfo:
+    """One pod in the session (``api.TaskInfo``)."""
+
+    uid: str
+    name: str
+    namespace: str
+    job: str
+    pod: Pod
+    task: Task
+    index: int
+    resreq: list[int]
+    init_resreq: list[int]
+    status: Status
+    node: str = ""
+    priority: int = 0
+    role: str = ""
+    preemptable: bool = True
+    revocable_zone: str = ""
+    order: int = 0
+    """Creation order of the pod (UID tie-break)."""
+    gpus: tuple[DeviceShare, ...] | None = None
+    nominated_node: str = ""
+    evict_reason: str = ""
+
+    @property
+    def gpu_requests(self) -> tuple[GpuRequest, ...]:
+        return self.task.gpu
+
+    @property
+    def gpu_filter(self) -> GpuFilter | None:
+        return self.task.gpu_filter
+
+    @property
+    def best_effort(self) -> bool:
+        return vempty(self.resreq)
+
+    @property
+    def preemption_policy(self) -> str:
+        return self.task.preemption_policy
+
+
+@dataclass(eq=False)
+class JobInfo:
+    """One PodGroup with its tasks (``api.JobInfo``)."""
+
+    uid: str
+    job: Job
+    queue: str
+    priority: int
+    min_available: int
+    min_task_member: Mapping[str, int]
+    tasks: dict[str, TaskInfo]
+    phase: str
+    order: int
+    preemptable: bool = False
+    revocable_zone: str = ""
+    allocated: list[int] = field(default_factory=list)
+    allocated_hypernode: str = ""
+    """LCA HyperNode of the job's allocated tasks (rebuilt from running pods at open)."""
+    hard_tier: int | None = None
+    """Effective hard-topology limit after ``adjustNetworkTopologySpec`` (soft → top tier);
+    None for jobs that take the plain path."""
+    running_lca: str = ""
+    """``task.JobAllocatedHyperNode`` during one task loop: LCA of what it placed so far."""
+    fit_errors: dict[str, str] = field(default_factory=dict)
+    """Per task uid, why it could not be placed (for pending reasons)."""
+    role_fit_failed: set[str] = field(default_factory=set)
+    reason: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.job.name
+
+    @property
+    def namespace(self) -> str:
+        return self.job.namespace
+
+    def count(self, statuses: frozenset[Status] | set[Status]) -> int:
+        return sum(1 for t in self.tasks.values() if t.status in statuses)
+
+    def tasks_with(self, status: Status) -> list[TaskInfo]:
+        return [t for t in self.tasks.values() if t.status is status]
+
+    @property
+    def ready_task_num(self) -> int:
+        return self.count(READY_STATUSES)
+
+    @property
+    def waiting_task_num(self) -> int:
+        return self.count({Status.PIPELINED})
+
+    @property
+    def pending_best_effort_num(self) -> int:
+        return sum(1 for t in self.tasks.values() if t.status is Status.PENDING and t.best_effort)
+
+    def is_ready(self) -> bool:
+        """``JobInfo.IsReady``: ready + pending BestEffort ≥ minAvailable."""
+        return self.ready_task_num + self.pending_best_effort_num >= self.min_available
+
+    def is_pipelined(self) -> bool:
+        """``JobInfo.IsPipelined``: waiting + ready + pending BestEffort ≥ minAvailable."""
+        return (
+            self.waiting_task_num + self.ready_task_num + self.pending_best_effort_num
+            >= self.min_available
+        )
+
+    def is_starving(self) -> bool:
+        return self.waiting_task_num + self.ready_task_num < self.min_available
+
+    def valid_task_num(self) -> int:
+        """Tasks that count towards gang validity: allocated, succeeded, pipelined, pending."""
+        valid = READY_STATUSES | {Status.PIPELINED, Status.PENDING}
+        return self.count(valid)
+
+    @property
+    def has_topology(self) -> bool:
+        return self.job.network_topology is not None
+
+
+@dataclass(eq=False)
+class GpuState:
+    """Usage of one physical GPU during the session (Volcano vGPU ``GPUDevice``)."""
+
+    device: GpuDevice
+    used_num: int = 0
+    used_mem: int = 0
+    used_core: int = 0
+    pods: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Pod uid → (memory, cores) booked by that pod on this device."""
+
+
+@dataclass(eq=False)
+class NodeInfo:
+    """One node's accounting (``api.NodeInfo``): Idle = Allocatable − Used; releasing tasks
+    stay in Used; pipelined tasks only in Pipelined; FutureIdle = Idle + Releasing − Pipelined."""
+
+    name: str
+    node: Node
+    allocatable: list[int]
+    used: list[int]
+    releasing: list[int]
+    pipelined: list[int]
+    tasks: dict[str, TaskInfo] = field(default_factory=dict)
+    gpus: list[GpuState] = field(default_factory=list)
+    revocable_zone: str = ""
+    index: int = 0
+
+    @property
+    def idle(self) -> list[int]:
+        return vsub(self.allocatable, self.used)
+
+    @property
+    def future_idle(self) -> list[int]:
+        return vsub(vadd(self.idle, self.releasing), self.pipelined)
+
+    @property
+    def pod_capacity(self) -> int:
+        return self.node.pod_capacity
+
+    def add_task(self, task: TaskInfo) -> None:
+        """``NodeInfo.AddTask`` for the task's current status."""
+        self.tasks[task.uid] = task
+        if task.status is Status.PIPELINED:
+            self.pipelined = vadd(self.pipelined, task.resreq)
+        else:
+            self.used = vadd(self.used, task.resreq)
+            if task.status is Status.RELEASING:
+                self.releasing = vadd(self.releasing, task.resreq)
+
+    def remove_task(self, task: TaskInfo) -> None:
+        """``NodeInfo.RemoveTask``, using the status the task had when it was added."""
+        stored = self.tasks.pop(task.uid, None)
+        if stored is None:
+            return
+        if task.status is Status.PIPELINED:
+            self.pipelined = vsub(self.pipelined, task.resreq)
+        else:
+            self.used = vsub(self.used, task.resreq)
+            if task.status is Status.RELEASING:
+                self.releasing = vsub(self.releasing, task.resreq)
+
+
+@dataclass(eq=False)
+class QueueInfo:
+    uid: str
+    name: str
+    weight: int
+    priority: int
+    order: int
+    reclaimable: bool = True
+    open: bool = True

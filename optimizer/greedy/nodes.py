@@ -1,0 +1,133 @@
+"""Which nodes a task may use, and which one it gets (spec §2.2–§2.6).
+
+The feasible-node scan, the idle-fit / future-fit split and the random choice among equally
+scored nodes are where Volcano's placement decisions are actually made, so they live in one
+place that both allocate and backfill use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from .api import NodeInfo, TaskInfo, vle
+from .devices import DeviceFit, fit
+from .session import UNRESOLVABLE, UNSCHEDULABLE, FitFailure, Session
+
+MIN_FEASIBLE_NODES = 100
+MIN_PERCENTAGE = 5
+
+
+def nodes_to_find(total: int) -> int:
+    """``numNodesToFind`` (§2.3) with Volcano's default arguments."""
+    if total <= MIN_FEASIBLE_NODES:
+        return total
+    percentage = max(MIN_PERCENTAGE, 50 - total // 125)
+    return max(MIN_FEASIBLE_NODES, total * percentage // 100)
+
+
+@dataclass
+class FitReport:
+    """Why nodes failed, aggregated for a pending reason (like Volcano's FitErrors)."""
+
+    failures: dict[str, FitFailure] = field(default_factory=dict)
+
+    def summary(self, total: int) -> str:
+        counts: dict[str, int] = {}
+        for failure in self.failures.values():
+            counts[failure.reason] = counts.get(failure.reason, 0) + 1
+        parts = [
+            f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        ]
+        return (
+            f"0/{total} nodes are available: " + ", ".join(parts) if parts else f"0/{total} nodes"
+        )
+
+
+def resource_fit(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitFailure | None:
+    """Step 1 of the allocate predicate: ``InitResreq ≤ FutureIdle`` on every dimension."""
+    idle = node.future_idle
+    for i, (need, have) in enumerate(zip(task.init_resreq, idle, strict=True)):
+        if need > have:
+            return FitFailure(UNSCHEDULABLE, f"Insufficient {ssn.dims.names[i]}", "allocate")
+    return None
+
+
+def device_fit(ssn: Session, task: TaskInfo, node: NodeInfo) -> DeviceFit | FitFailure | None:
+    """GPU device choice for a GPU task; None for tasks without GPU requests."""
+    if not task.gpu_requests:
+        return None
+    if not node.gpus:
+        return FitFailure(UNSCHEDULABLE, "no GPU devices", "deviceshare")
+    return fit(task, node, ssn.device_policy)
+
+
+def check_node(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitFailure | None:
+    """The allocate action's predicate: resource fit, device fit, then every PredicateFn."""
+    failure = resource_fit(ssn, task, node)
+    if failure is not None:
+        return failure
+    failure = ssn.predicate(task, node)
+    if failure is not None:
+        return failure
+    devices = device_fit(ssn, task, node)
+    return devices if isinstance(devices, FitFailure) else None
+
+
+def predicate_nodes(
+    ssn: Session,
+    task: TaskInfo,
+    nodes: Sequence[NodeInfo],
+    report: FitReport,
+    role_cache: dict[str, FitFailure] | None = None,
+) -> list[NodeInfo]:
+    """``PredicateNodes``: scan from the global rotating offset, stop after K feasible nodes.
+
+    Volcano scans with 16 parallel workers, so which K nodes it finds in a large cluster
+    depends on timing; vcopt scans sequentially from the same offset (a deterministic stand-in,
+    see docs/FIDELITY.md). ``role_cache`` holds nodes that already failed for a task of the same
+    job and role within this placement call (the predicate helper's error cache).
+    """
+    total = len(nodes)
+    if total == 0:
+        return []
+    want = nodes_to_find(total)
+    start = ssn.last_processed_node % total if total > MIN_FEASIBLE_NODES else 0
+    feasible: list[NodeInfo] = []
+    processed = 0
+    for k in range(total):
+        node = nodes[(start + k) % total]
+        processed += 1
+        cached = role_cache.get(node.name) if role_cache is not None else None
+        failure = cached or check_node(ssn, task, node)
+        if failure is None:
+            feasible.append(node)
+            if len(feasible) >= want:
+                break
+        else:
+            report.failures[node.name] = failure
+            if role_cache is not None and task.role:
+                role_cache[node.name] = failure
+    if total > MIN_FEASIBLE_NODES:
+        ssn.last_processed_node = (start + processed) % total
+    return feasible
+
+
+def best_node(ssn: Session, task: TaskInfo, feasible: Sequence[NodeInfo]) -> NodeInfo:
+    """``prioritizeNodes``: idle-fit nodes before future-fit ones; within the first non-empty
+    group a single node is taken unscored, otherwise the top score wins and exact ties are
+    broken uniformly at random (``SelectBestNodeAndScore``)."""
+    idle_fit = [n for n in feasible if vle(task.init_resreq, n.idle)]
+    group = idle_fit or list(feasible)
+    if len(group) == 1:
+        return group[0]
+    batch = ssn.batch_node_order(task, group)
+    scores = [ssn.node_order(task, n) + batch.get(n.name, 0.0) for n in group]
+    top = max(scores)
+    best = [n for n, s in zip(group, scores, strict=True) if s == top]
+    return best[0] if len(best) == 1 else ssn.rng.choice(best)
+
+
+def unresolvable(report: FitReport) -> set[str]:
+    """Nodes that failed with UnschedulableAndUnresolvable (preempt skips them)."""
+    return {name for name, f in report.failures.items() if f.code == UNRESOLVABLE}

@@ -1,0 +1,368 @@
+"""The ``network-topology-aware`` plugin: which HyperNodes a topology job may try, in which
+order, and how nodes and HyperNodes are scored for compactness (``volcano-scheduler.md`` §4).
+
+Without this plugin hard topology is not enforced at all: the framework's only gradient is the
+cluster top (§9.6). With it, a job with a hard (or soft-turned-hard) limit gets HyperNode
+gradients bottom-up, HyperNodes are ranked by how full they would be (binpack), and each task
+prefers nodes close to where its job already is.
+
+Per-HyperNode sums are kept as dense vectors. ``idle`` and ``future_idle`` are taken once, at
+session open; only ``used`` follows the allocate and deallocate events, as in Volcano.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from models.topology import Topology
+
+from ..api import JobInfo, NodeInfo, Status, TaskInfo, vle
+from ..session import Event, EventHandler, Plugin, Session
+
+WEIGHT = "weight"
+BINPACK_CPU = "hypernode.binpack.cpu"
+BINPACK_MEMORY = "hypernode.binpack.memory"
+BINPACK_RESOURCES = "hypernode.binpack.resources"
+NORMAL_POD_ENABLE = "hypernode.binpack.normal-pod.enable"
+NORMAL_POD_FADING = "hypernode.binpack.normal-pod.fading"
+EVICT_MAX = "hypernode.gradient.evict.max-hypernodes"
+EVICT = "evict"
+
+
+def _int(arguments: Mapping[str, object], key: str, default: int) -> int:
+    """Volcano's ``Arguments.GetInt``: only a YAML integer is read, anything else is ignored."""
+    value = arguments.get(key, default)
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _float(arguments: Mapping[str, object], key: str, default: float) -> float:
+    """``Arguments.GetFloat64``, which also takes a YAML integer."""
+    value = arguments.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return default
+    return float(value)
+
+
+def _bool(arguments: Mapping[str, object], key: str, default: bool) -> bool:
+    value = arguments.get(key, default)
+    return value if isinstance(value, bool) else default
+
+
+def binpack_weights(arguments: Mapping[str, object]) -> dict[str, int]:
+    """Resource → weight: cpu and memory (1 each by default) plus the comma list of
+    ``hypernode.binpack.resources``, each weighted by ``hypernode.binpack.resources.<name>``
+    (default 1)."""
+    weights = {"cpu": _int(arguments, BINPACK_CPU, 1), "memory": _int(arguments, BINPACK_MEMORY, 1)}
+    listed = arguments.get(BINPACK_RESOURCES, "")
+    for name in (listed if isinstance(listed, str) else "").split(","):
+        name = name.strip()
+        if name:
+            weights[name] = _int(arguments, f"{BINPACK_RESOURCES}.{name}", 1)
+    return weights
+
+
+@dataclass(frozen=True)
+class _Need:
+    """A resource request to test against HyperNode sums. ``impossible`` marks a positive
+    amount of a resource no node has: Zero-mode ``LessEqual`` then fails everywhere."""
+
+    vector: list[int]
+    impossible: bool = False
+
+
+class NetworkTopologyAwarePlugin(Plugin):
+    name = "network-topology-aware"
+
+    def on_session_open(self, ssn: Session) -> None:
+        args = self.arguments
+        self.ssn = ssn
+        self.topology: Topology = ssn.topology
+        self.weight = _int(args, WEIGHT, 1)
+        self.normal_pods = _bool(args, NORMAL_POD_ENABLE, True)
+        self.fading = _float(args, NORMAL_POD_FADING, 0.8)
+        self.evict_max = _int(args, EVICT_MAX, 8)
+        weights = binpack_weights(args)
+        self.weighted = [(ssn.dims.index[r], w) for r, w in weights.items() if r in ssn.dims.index]
+        """(vector position, weight) of the weighted resources the session knows; the others
+        still count in the weight sum but always add a 0 term."""
+        self.weight_sum = sum(weights.values())
+        self._build_sums(ssn)
+        self._min_resources: dict[str, _Need] = {}
+        self._placed: dict[str, str] = {}
+        """Task uid → node of the allocate events not yet undone."""
+        ssn.add("hypernode_gradient", self.name, self.hypernode_gradient)
+        ssn.add("hypernode_order", self.name, self.hypernode_order)
+        ssn.add("batch_node_order", self.name, self.batch_node_order)
+        ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_release))
+
+    def _build_sums(self, ssn: Session) -> None:
+        topo = self.topology
+        hypernodes = (*topo.names, Topology.TOP)
+        zero = ssn.dims.zero
+        self.allocatable: dict[str, list[int]] = {}
+        self.idle: dict[str, list[int]] = {}
+        self.future_idle: dict[str, list[int]] = {}
+        self.used: dict[str, list[int]] = {}
+        self.containing: dict[str, list[str]] = {name: [] for name in ssn.nodes}
+        for hn in hypernodes:
+            sums = [zero(), zero(), zero(), zero()]
+            for name in topo.real_nodes(hn):
+                node = ssn.nodes.get(name)
+                if node is None:
+                    continue
+                self.containing[name].append(hn)
+                vectors = (node.allocatable, node.idle, node.future_idle, node.used)
+                for total, vector in zip(sums, vectors, strict=True):
+                    for i, amount in enumerate(vector):
+                        total[i] += amount
+            self.allocatable[hn], self.idle[hn], self.future_idle[hn], self.used[hn] = sums
+        self.leaf = {name: topo.leaf_of(name) for name in ssn.nodes}
+        self.tier_range = range(topo.min_tier, topo.top_tier + 1)
+        self.tier_members: dict[str, tuple[str | None, ...]] = {}
+        """Per node, for each tier of ``tier_range``, the HyperNode of that tier holding it."""
+        for name, hns in self.containing.items():
+            by_tier: dict[int, str] = {}
+            for hn in sorted(hns):
+                by_tier.setdefault(topo.tier(hn), hn)
+            self.tier_members[name] = tuple(by_tier.get(t) for t in self.tier_range)
+
+    # -- events --------------------------------------------------------------------------
+
+    def _shift_used(self, node: str, resreq: Sequence[int], sign: int) -> None:
+        for hn in self.containing.get(node, ()):
+            used = self.used[hn]
+            for i, amount in enumerate(resreq):
+                used[i] += sign * amount
+
+    def _on_allocate(self, event: Event) -> None:
+        task = event.task
+        self._placed[task.uid] = task.node
+        self._shift_used(task.node, task.resreq, 1)
+
+    def _on_release(self, event: Event) -> None:
+        """The node is the one the allocate event saw: a discarded task may already have
+        lost it. Tasks running since the snapshot (evicted ones) still name theirs."""
+        task = event.task
+        node = self._placed.pop(task.uid, None) or task.node
+        self._shift_used(node, task.resreq, -1)
+
+    # -- gradients (§4.5) ----------------------------------------------------------------
+
+    def hypernode_gradient(
+        self, job: JobInfo, hypernode: str, purpose: str, subjob: bool
+    ) -> list[list[str]]:
+        """The HyperNodes under the search root that may hold the job, grouped by tier.
+
+        A job that already runs somewhere (``allocated_hypernode`` set) skips the resource
+        pre-filter; otherwise a HyperNode must hold the job's minimum resources in its idle or
+        future-idle sum, or in its allocatable sum when the gradient is for eviction.
+        """
+        limit = job.hard_tier
+        if limit is None:
+            return [[hypernode]]
+        topo = self.topology
+        root = self._search_root(job, hypernode, limit)
+        if root is None:
+            return []
+        evict = purpose == EVICT
+        need = self._need(job, subjob)
+        by_tier: dict[int, list[str]] = {}
+        queue = deque([root])
+        while queue:
+            hn = queue.popleft()
+            queue.extend(topo.children(hn))
+            tier = topo.tier(hn)
+            if tier > limit:
+                continue
+            if job.allocated_hypernode or self._has_room(hn, need, evict):
+                by_tier.setdefault(tier, []).append(hn)
+        gradients = [by_tier[t] for t in sorted(by_tier)]
+        if evict:
+            return _capped(reversed(gradients), self.evict_max)
+        return gradients
+
+    def _search_root(self, job: JobInfo, given: str, limit: int) -> str | None:
+        """``getSearchRoot``: the highest ancestor of the job's HyperNode within the limit,
+        narrowed to ``given`` when one contains the other; None when they are disjoint."""
+        topo = self.topology
+        allocated = job.allocated_hypernode
+        if not allocated:
+            return given
+        if topo.tier(allocated) > limit:
+            return None
+        highest = allocated
+        for up in topo.ancestors(allocated):
+            if topo.tier(up) > limit:
+                break
+            highest = up
+        if highest == given or given in topo.ancestors(highest):
+            return highest
+        if highest in topo.ancestors(given):
+            return given
+        return None
+
+    def _need(self, job: JobInfo, subjob: bool) -> _Need:
+        """The job's PodGroup ``minResources``, or for a subjob the Σ ``InitResreq`` of its
+        pending tasks (taken now, since pending tasks change during the session)."""
+        if subjob:
+            total = self.ssn.dims.zero()
+            for task in job.tasks.values():
+                if task.status is Status.PENDING:
+                    for i, amount in enumerate(task.init_resreq):
+                        total[i] += amount
+            return _Need(total)
+        need = self._min_resources.get(job.uid)
+        if need is None:
+            resources = job.job.min_resources or {}
+            index = self.ssn.dims.index
+            impossible = any(
+                amount > 0 and name not in index and name != "pods"
+                for name, amount in resources.items()
+            )
+            need = _Need(self.ssn.dims.vector(resources), impossible)
+            self._min_resources[job.uid] = need
+        return need
+
+    def _has_room(self, hn: str, need: _Need, evict: bool) -> bool:
+        if need.impossible:
+            return False
+        if evict:
+            return vle(need.vector, self.allocatable[hn])
+        # Volcano quirk (§9.8): idle and future idle are the session-start sums.
+        return vle(need.vector, self.idle[hn]) or vle(need.vector, self.future_idle[hn])
+
+    # -- scores (§4.6) -------------------------------------------------------------------
+
+    def _binpack(self, hn: str, request: Sequence[int]) -> float:
+        """Σ w·(used + req)/allocatable / Σ w; 0 when any weighted resource would overflow."""
+        if self.weight_sum <= 0:
+            return 0.0
+        used = self.used[hn]
+        allocatable = self.allocatable[hn]
+        total = 0.0
+        for i, w in self.weighted:
+            after = used[i] + request[i]
+            if after > allocatable[i]:
+                return 0.0
+            if allocatable[i] > 0:
+                total += w * after / allocatable[i]
+        return total / self.weight_sum
+
+    def hypernode_order(
+        self, job: JobInfo, candidates: Mapping[str, Sequence[NodeInfo]]
+    ) -> dict[str, float]:
+        """``getSubJobHyperNodeBinPackingScore`` for each candidate HyperNode.
+
+        The request is the Σ ``Resreq`` of every task of the job, running ones included
+        (§9.8), so a partly running job is counted twice where it already runs.
+        """
+        request = self.ssn.dims.zero()
+        for task in job.tasks.values():
+            for i, amount in enumerate(task.resreq):
+                request[i] += amount
+        scores = {hn: self._binpack(hn, request) for hn in candidates}
+        if not scores:
+            return {}
+        top = max(scores.values())
+        tied = [hn for hn, s in scores.items() if s == top]
+        if len(tied) > 1:
+            for hn in tied:
+                nodes = self.topology.real_nodes(hn)
+                inside = sum(1 for t in job.tasks.values() if t.node and t.node in nodes)
+                scores[hn] += inside / len(job.tasks)
+        scale = 100 * self.weight
+        return {hn: s * scale for hn, s in scores.items()}
+
+    def batch_node_order(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, float]:
+        """Topology jobs prefer nodes close to where the job already is; other pods (when
+        ``normal-pod.enable``) prefer nodes in fuller HyperNodes, lower tiers weighing more.
+
+        A job with a ``networkTopology`` spec takes the first branch even when its spec is not
+        hard (no ``highestTierAllowed``): Volcano only asks whether the spec exists (§4.2).
+        """
+        job = self.ssn.jobs[task.job]
+        if job.has_topology:
+            return self._lca_scores(job, nodes)
+        if self.normal_pods:
+            return self._tier_scores(task, nodes)
+        return {}
+
+    def _lca_score(self, leaf: str | None, anchor: str) -> float:
+        topo = self.topology
+        if leaf is None:
+            return 0.0
+        if leaf == anchor:
+            return 1.0
+        # Volcano quirk (§9.7): maxTier is the virtual top's tier, so even two racks under one
+        # super-spine score above 0.
+        high, low = topo.top_tier, topo.min_tier
+        if high == low:
+            return 1.0
+        common = topo.lca(leaf, anchor)
+        if not common:
+            return 0.0
+        return (high - topo.tier(common)) / (high - low)
+
+    def _lca_scores(self, job: JobInfo, nodes: Sequence[NodeInfo]) -> dict[str, float]:
+        anchor = job.running_lca
+        if not anchor:
+            return {n.name: 0.0 for n in nodes}
+        by_leaf: dict[str | None, float] = {}
+        raw: dict[str, float] = {}
+        for node in nodes:
+            leaf = self.leaf.get(node.name)
+            if leaf not in by_leaf:
+                by_leaf[leaf] = self._lca_score(leaf, anchor)
+            raw[node.name] = by_leaf[leaf]
+        if not raw:
+            return {}
+        top = max(raw.values())
+        tied = [name for name, s in raw.items() if s == top]
+        if len(tied) > 1:
+            on_leaf = Counter(self.leaf.get(t.node) for t in job.tasks.values() if t.node)
+            for name in tied:
+                leaf = self.leaf.get(name)
+                if leaf is not None:
+                    raw[name] += on_leaf[leaf] / len(job.tasks)
+        scale = 100 * self.weight
+        return {name: s * scale for name, s in raw.items()}
+
+    def _tier_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, float]:
+        """Σ_t fading^(t−1)·tierScore / Σ_t fading^(t−1) over every tier from the lowest to the
+        virtual top; a tier where the node has no HyperNode scores 1."""
+        factors = [self.fading ** (t - 1) for t in self.tier_range]
+        norm = sum(factors)
+        per_hn: dict[str, float] = {}
+        per_members: dict[tuple[str | None, ...], float] = {}
+        scale = 100 * self.weight
+        out: dict[str, float] = {}
+        for node in nodes:
+            members = self.tier_members.get(node.name, ())
+            score = per_members.get(members)
+            if score is None:
+                total = 0.0
+                for factor, hn in zip(factors, members, strict=True):
+                    if hn is None:
+                        total += factor
+                        continue
+                    if hn not in per_hn:
+                        per_hn[hn] = self._binpack(hn, task.resreq)
+                    total += factor * per_hn[hn]
+                score = total / norm * scale if norm else 0.0
+                per_members[members] = score
+            out[node.name] = score
+        return out
+
+
+def _capped(gradients: Iterable[list[str]], limit: int) -> list[list[str]]:
+    """The gradients in order, keeping at most ``limit`` HyperNodes in total."""
+    out: list[list[str]] = []
+    left = limit
+    for gradient in gradients:
+        if left <= 0:
+            break
+        out.append(gradient[:left])
+        left -= len(out[-1])
+    return out

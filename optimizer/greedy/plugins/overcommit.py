@@ -1,0 +1,98 @@
+"""``overcommit`` (``plugins/overcommit/overcommit.go``): admit PodGroups into Inqueue while the
+cluster, inflated by ``overcommit-factor``, still has room for their ``minResources``
+(spec §1.3).
+
+The factor multiplies every dimension of the cluster total, scalars such as GPUs included
+(``Resource.Multi``), so with the default 1.2 a cluster of 8 GPUs admits gangs worth 9.6.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from models.resources import PODS
+from models.workload import INQUEUE, RUNNING
+
+from ..api import ALLOCATED_STATUSES, JobInfo, vadd
+from ..session import PERMIT, REJECT, Plugin, Session
+
+FACTOR_ARGUMENT = "overcommit-factor"
+DEFAULT_FACTOR = 1.2
+TOLERANCE = 0.1
+"""Volcano's ``minResource``: ``LessEqualWithDimension`` lets a dimension exceed by less."""
+
+
+def overcommit_factor(arguments: Mapping[str, object]) -> float:
+    """The configured factor; Volcano keeps the default for a value it cannot read or one
+    below 1, which would make the cluster look smaller than it is."""
+    raw = arguments.get(FACTOR_ARGUMENT)
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+        return DEFAULT_FACTOR
+    try:
+        value = float(raw)
+    except ValueError:
+        return DEFAULT_FACTOR
+    return value if value >= 1.0 else DEFAULT_FACTOR
+
+
+def reserved_rest(minimum: Mapping[str, int], allocated: Mapping[str, int]) -> dict[str, int]:
+    """``util.GetInqueueResource``: the part of ``minResources`` a running job has not yet
+    allocated, per resource it names."""
+    return {
+        name: amount - allocated.get(name, 0)
+        for name, amount in minimum.items()
+        if amount > allocated.get(name, 0)
+    }
+
+
+class OvercommitPlugin(Plugin):
+    name = "overcommit"
+
+    def on_session_open(self, ssn: Session) -> None:
+        factor = overcommit_factor(self.arguments)
+        used = ssn.dims.zero()
+        for node in ssn.node_list:
+            used = vadd(used, node.used)
+        idle = {
+            name: total * factor - taken
+            for name, total, taken in zip(ssn.dims.names, ssn.total_resource, used, strict=True)
+        }
+        # ``pods`` is a scalar of the cluster total but no pod requests it, so none is used.
+        idle[PODS] = factor * sum(node.node.allocatable.get(PODS, 0) for node in ssn.node_list)
+        inqueue: dict[str, int] = {}
+
+        def book(amounts: Mapping[str, int]) -> None:
+            for name, amount in amounts.items():
+                inqueue[name] = inqueue.get(name, 0) + amount
+
+        for job in ssn.jobs.values():
+            minimum = job.job.min_resources
+            if minimum is None:
+                continue
+            if job.phase == INQUEUE:
+                book(minimum)
+            elif job.phase == RUNNING and job.count(ALLOCATED_STATUSES) >= job.min_available:
+                # A running gang still holds back whatever part of its minimum it has not
+                # been given yet (the same rule as proportion/capacity, §5.1).
+                book(reserved_rest(minimum, ssn.dims.resources(job.allocated)))
+
+        def job_enqueueable(job: JobInfo) -> int:
+            """Permit when the Inqueue minimums plus this job's stay within the inflated idle
+            resources, on the dimensions the job asks for (a resource no node offers has no
+            idle at all)."""
+            minimum = job.job.min_resources
+            if minimum is None:
+                return PERMIT
+            for name, amount in minimum.items():
+                if amount <= 0:
+                    continue
+                if inqueue.get(name, 0) + amount >= idle.get(name, 0.0) + TOLERANCE:
+                    return REJECT
+            return PERMIT
+
+        def job_enqueued(job: JobInfo) -> None:
+            if job.job.min_resources is not None:
+                book(job.job.min_resources)
+
+        ssn.add("job_enqueueable", self.name, job_enqueueable)
+        ssn.add("job_enqueued", self.name, job_enqueued)

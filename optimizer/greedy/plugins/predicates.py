@@ -1,0 +1,173 @@
+"""The ``predicates`` plugin: the Kubernetes filters Volcano runs on every (task, node) pair.
+
+Volcano's ``plugins/predicates/predicates.go`` wraps kube-scheduler Filter plugins (spec §2.2).
+vcopt models the ones whose inputs an instance carries: the pod count, NodeUnschedulable,
+NodeAffinity (nodeSelector and required node affinity) and TaintToleration. CPU and memory are
+*not* checked here (spec §9 item 16): the allocate action's own ``InitResreq ≤ FutureIdle`` does
+that before any PredicateFn runs.
+
+The plugin keeps a kube-scheduler ``NodeInfo`` per node, updated by session events exactly as
+Volcano's event handler does: a pod placed or pipelined this session is added, an evicted or
+un-placed one removed. :class:`KubeNodeView` is that bookkeeping; ``nodeorder`` keeps its own
+copy, because its scores read the same ``NodeInfo``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from models.cluster import Taint
+from models.resources import CPU, MEMORY
+from models.topology import LabelSelector
+from models.workload import Toleration
+
+from ..api import NodeInfo, TaskInfo, vadd, vsub
+from ..session import UNRESOLVABLE, UNSCHEDULABLE, Event, EventHandler, FitFailure, Plugin, Session
+
+UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
+DO_NOT_SCHEDULE = frozenset({"NoSchedule", "NoExecute"})
+DEFAULT_MILLI_CPU = 100
+"""kube-scheduler ``DefaultMilliCPURequest``: what a pod without a CPU request counts for."""
+DEFAULT_MEMORY = 200 * 1024 * 1024
+"""kube-scheduler ``DefaultMemoryRequest`` (200 MiB)."""
+
+TOO_MANY_PODS = "node(s) pod number exceeded"
+NODE_UNSCHEDULABLE = "node(s) were unschedulable"
+AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
+
+ENABLE_ARGS = ("NodeUnschedulable", "NodeAffinity", "TaintToleration")
+"""The filters that ``predicate.<Name>Enable: false`` switches off; the pod count has no switch."""
+
+
+class KubeNodeView:
+    """Per node, the pods kube-scheduler's ``NodeInfo`` holds during a Volcano session.
+
+    It starts from the snapshot (every pod bound to the node) and follows the session events:
+    allocate and pipeline add the pod (so, unlike Volcano's own ``node.Used``, pipelined pods
+    count, spec §9 item 20), evict and undo remove it. An evicted pod therefore stops counting
+    at once, although Volcano's NodeInfo keeps it as Releasing: that is what lets preempt free a
+    pod slot. Amounts are the pod's full request (``InitResreq``: init containers included, as
+    kube-scheduler's ``PodRequests``) and its *non-zero* CPU and memory, where a request that is
+    not set counts as 100m / 200 MiB (an explicit 0 stays 0, ``GetNonzeroRequestForResource``).
+    Lists are indexed by ``NodeInfo.index``.
+    """
+
+    def __init__(self, ssn: Session) -> None:
+        self._ssn = ssn
+        self._cpu = ssn.dims.index[CPU]
+        self._memory = ssn.dims.index[MEMORY]
+        count = len(ssn.node_list)
+        self.pods = [0] * count
+        self.requested = [ssn.dims.zero() for _ in range(count)]
+        self.nonzero_cpu = [0] * count
+        self.nonzero_memory = [0] * count
+        self._placed: dict[str, int] = {}
+        """Task uid → index of the node it was counted on (undo clears ``task.node`` first)."""
+        for node in ssn.node_list:
+            for task in node.tasks.values():
+                self._add(task, node.index)
+        ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_free))
+
+    def nonzero(self, task: TaskInfo) -> tuple[int, int]:
+        """The task's CPU and memory as kube-scheduler's non-zero accounting sees them."""
+        declared = task.task.init_resources
+        cpu = task.init_resreq[self._cpu] if CPU in declared else DEFAULT_MILLI_CPU
+        memory = task.init_resreq[self._memory] if MEMORY in declared else DEFAULT_MEMORY
+        return cpu, memory
+
+    def _add(self, task: TaskInfo, index: int) -> None:
+        self._placed[task.uid] = index
+        self.pods[index] += 1
+        self.requested[index] = vadd(self.requested[index], task.init_resreq)
+        cpu, memory = self.nonzero(task)
+        self.nonzero_cpu[index] += cpu
+        self.nonzero_memory[index] += memory
+
+    def _on_allocate(self, event: Event) -> None:
+        task = event.task
+        if task.uid not in self._placed and task.node in self._ssn.nodes:
+            self._add(task, self._ssn.nodes[task.node].index)
+
+    def _on_free(self, event: Event) -> None:
+        task = event.task
+        index = self._placed.pop(task.uid, None)
+        if index is None:
+            return
+        self.pods[index] -= 1
+        self.requested[index] = vsub(self.requested[index], task.init_resreq)
+        cpu, memory = self.nonzero(task)
+        self.nonzero_cpu[index] -= cpu
+        self.nonzero_memory[index] -= memory
+
+
+def enabled_filters(arguments: Mapping[str, object]) -> frozenset[str]:
+    """The switchable filters left on: each defaults to on, and only a YAML boolean
+    ``false`` turns it off (Volcano's ``Arguments.GetBool`` ignores any other type)."""
+    return frozenset(
+        name for name in ENABLE_ARGS if arguments.get(f"predicate.{name}Enable") is not False
+    )
+
+
+def tolerated(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
+    """``TolerationsTolerateTaint``: some toleration matches the taint."""
+    return any(t.tolerates(taint.key, taint.value, taint.effect) for t in tolerations)
+
+
+def term_matches(term: LabelSelector, labels: Mapping[str, str]) -> bool:
+    """One required ``nodeSelectorTerm``; unlike a label selector, an empty term matches no
+    node (``NodeSelectorRequirementsAsSelector`` of nothing → ``labels.Nothing()``)."""
+    if not term.match_expressions and not term.match_labels:
+        return False
+    return term.matches(labels)
+
+
+def affinity_matches(task: TaskInfo, labels: Mapping[str, str]) -> bool:
+    """``nodeSelector`` must all hold, and (if set) at least one required affinity term."""
+    spec = task.task
+    for key, value in spec.node_selector.items():
+        if labels.get(key) != value:
+            return False
+    terms = spec.required_affinity
+    return not terms or any(term_matches(term, labels) for term in terms)
+
+
+class PredicatesPlugin(Plugin):
+    name = "predicates"
+
+    def on_session_open(self, ssn: Session) -> None:
+        self.view = KubeNodeView(ssn)
+        filters = enabled_filters(self.arguments)
+        self._unschedulable = "NodeUnschedulable" in filters
+        self._affinity = "NodeAffinity" in filters
+        self._taints = "TaintToleration" in filters
+        self._hard_taints = [
+            tuple(t for t in node.node.taints if t.effect in DO_NOT_SCHEDULE)
+            for node in ssn.node_list
+        ]
+        self._cordon = Taint(UNSCHEDULABLE_TAINT, "", "NoSchedule")
+        ssn.add("predicate", self.name, self.predicate)
+
+    def predicate(self, task: TaskInfo, node: NodeInfo) -> FitFailure | None:
+        """Pod count first (Unschedulable: evicting pods can fix it), then the stable filters,
+        each of which fails UnschedulableAndUnresolvable and ends the check."""
+        if node.pod_capacity <= self.view.pods[node.index]:
+            return FitFailure(UNSCHEDULABLE, TOO_MANY_PODS, self.name)
+        spec = task.task
+        if (
+            self._unschedulable
+            and node.node.unschedulable
+            and not tolerated(spec.tolerations, self._cordon)
+        ):
+            return FitFailure(UNRESOLVABLE, NODE_UNSCHEDULABLE, self.name)
+        if (
+            self._affinity
+            and (spec.node_selector or spec.required_affinity)
+            and not affinity_matches(task, node.node.labels)
+        ):
+            return FitFailure(UNRESOLVABLE, AFFINITY_MISMATCH, self.name)
+        if self._taints:
+            for taint in self._hard_taints[node.index]:
+                if not tolerated(spec.tolerations, taint):
+                    reason = f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+                    return FitFailure(UNRESOLVABLE, reason, self.name)
+        return None

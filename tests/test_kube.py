@@ -1,0 +1,454 @@
+"""The kubectl input form (models/kube.py): a dump of live objects loads like its compact twin."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from models.errors import InputError, Problem
+from models.kube import compact_from_objects
+from models.load import from_documents, load, loads
+from models.workload import DeviceShare, RunningPod
+
+DATA = Path(__file__).parent / "data" / "kube"
+EXAMPLES = Path("/work/shared/examples/volcano")
+
+
+def _pod(
+    name: str,
+    *,
+    group: str | None = "train",
+    namespace: str = "default",
+    cpu: str = "1",
+    annotations: dict[str, str] | None = None,
+    phase: str = "Pending",
+    node: str | None = None,
+    containers: list[dict[str, Any]] | None = None,
+    init_containers: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    meta_annotations = dict(annotations or {})
+    if group is not None:
+        meta_annotations["scheduling.k8s.io/group-name"] = group
+    spec: dict[str, Any] = {
+        "schedulerName": "volcano",
+        "containers": containers
+        or [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}],
+    }
+    if init_containers is not None:
+        spec["initContainers"] = init_containers
+    if node is not None:
+        spec["nodeName"] = node
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "annotations": meta_annotations},
+        "spec": spec,
+        "status": {"phase": phase},
+    }
+
+
+def _podgroup(name: str = "train", min_member: int = 1, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"minMember": min_member, **spec},
+    }
+
+
+def _node(name: str = "n1", **status: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name},
+        "status": {"allocatable": {"cpu": "8", "memory": "32Gi"}, **status},
+    }
+
+
+def _translate(*docs: object) -> tuple[dict[str, Any], list[Problem], list[Problem]]:
+    return compact_from_objects(list(docs), "dir/cluster-dump.yaml")
+
+
+def _has(problems: list[Problem], obj: str, field: str, text: str) -> bool:
+    return any(p.obj == obj and p.field == field and text in p.message for p in problems)
+
+
+# -- the central test: a kubectl dump and its hand-written compact twin ----------------------
+
+
+def test_snapshot_loads_into_the_same_instance_as_its_compact_twin() -> None:
+    """snapshot.yaml (3 Nodes, one with a HAMi JSON inventory; 3 HyperNodes; a root → research
+    → team-a queue tree plus default; a PriorityClass; the scheduler ConfigMap; a PodGroup with
+    3 pods, one running with a HAMi device annotation; a lone pod) and snapshot-compact.yaml,
+    written by hand from the reasoning in its header, must give equal Instances. ``now`` comes
+    from the vcopt-snapshot ConfigMap in one and from ``now:`` in the other."""
+    dumped = load(DATA / "snapshot.yaml")
+    written = load(DATA / "snapshot-compact.yaml")
+    assert dumped == written
+    assert dumped.now == datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
+    assert [j.key for j in dumped.jobs] == ["ml/llm-train", "default/debug-shell"]
+    assert len(dumped.node_by_name["gpu-1"].gpus) == 2
+    train = dumped.job_by_key["ml/llm-train"]
+    assert train.running == (
+        RunningPod(0, "gpu-1", "worker", ((DeviceShare("GPU-a100-0", 81920, 100),),)),
+    )
+    assert train.tasks[0].resources["cpu"] == 8100
+
+
+def test_snapshot_warns_about_the_lone_pod_and_dropped_annotations() -> None:
+    """Two things in snapshot.yaml are only approximations, and the user must hear of them: the
+    lone pod is renamed in plans, and the Calico pod IP (only on the running pod) is dropped."""
+    warnings = load(DATA / "snapshot.yaml").warnings
+    assert any(
+        w.obj == 'Pod "default/debug-shell"' and "default/debug-shell-main-0" in w.message
+        for w in warnings
+    )
+    assert any(
+        w.obj == 'Pod "ml/llm-train-worker-0"'
+        and w.field == "metadata.annotations"
+        and "cni.projectcalico.org/podIP" in w.message
+        for w in warnings
+    )
+
+
+def test_metadata_noise_does_not_reach_the_compact_form() -> None:
+    """The compact schema forbids unknown fields, so uid, managedFields, status… must be gone."""
+    compact, errors, _ = _translate(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": "q", "uid": "u", "resourceVersion": "7", "managedFields": []},
+            "spec": {"weight": 3},
+            "status": {"state": "Open", "allocated": {"cpu": "1"}},
+        },
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "low", "uid": "u", "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "value": 10,
+        },
+    )
+    assert errors == []
+    assert compact["queues"] == [{"name": "q", "weight": 3, "state": "Open"}]
+    assert compact["priorityClasses"] == [{"name": "low", "value": 10}]
+    assert compact["metadata"] == {"name": "cluster-dump"}
+    assert "now" not in compact
+
+
+# -- stream structure ------------------------------------------------------------------------
+
+
+def test_list_kind_items_are_read_like_documents() -> None:
+    """``kubectl get nodes,queues -o yaml`` prints one ``kind: List``; a typed ``PodList`` may
+    leave out its items' kind, which is then the list's kind without "List"."""
+    compact, errors, _ = _translate(
+        {"apiVersion": "v1", "kind": "List", "items": [_node("a"), _node("b")]},
+        {"apiVersion": "v1", "kind": "PodList", "items": [{**_pod("solo", group=None)}]},
+    )
+    assert errors == []
+    assert [n["name"] for n in compact["nodes"]] == ["a", "b"]
+    del compact["jobs"][0]["tasks"]
+    assert compact["jobs"] == [{"name": "solo", "namespace": "default", "queue": "default"}]
+
+
+def test_list_items_without_kind_in_a_plain_list_are_errors() -> None:
+    _, errors, _ = _translate({"kind": "List", "items": [{"metadata": {"name": "x"}}]})
+    assert errors == [Problem("required: every object needs a kind", "document 1 items[0]", "kind")]
+
+
+def test_unknown_kinds_are_ignored_with_a_warning() -> None:
+    """Deployments, PVCs, batch Jobs are not part of a scheduling snapshot; a vcjob is, in
+    spirit, so its warning points at the compact form."""
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}}
+    vcjob = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j"}}
+    compact, errors, warnings = _translate(_node(), deployment, vcjob)
+    assert errors == []
+    assert _has(warnings, 'Deployment "web"', "", "not a snapshot object; ignored")
+    assert _has(warnings, 'Job "j"', "", "compact form")
+    assert [n["name"] for n in compact["nodes"]] == ["n1"]
+
+
+def test_a_document_that_is_not_a_mapping_is_an_error() -> None:
+    _, errors, _ = _translate(_node(), ["not", "an", "object"], {"metadata": {"name": "x"}})
+    assert errors == [
+        Problem(
+            "expected a Kubernetes object (a mapping with a kind), got a list", "document 2", ""
+        ),
+        Problem("required: every object needs a kind", "document 3", "kind"),
+    ]
+
+
+def test_errors_stop_the_loader_with_the_file_name() -> None:
+    with pytest.raises(InputError) as err:
+        from_documents([_podgroup(), _pod("trainer")], "dump.yaml")
+    assert [(p.file, p.obj, p.field) for p in err.value.problems] == [
+        ("dump.yaml", 'Pod "default/trainer"', "metadata.name")
+    ]
+
+
+# -- pods and tasks --------------------------------------------------------------------------
+
+
+def test_pods_without_task_spec_are_named_podgroup_task_index() -> None:
+    """Without ``volcano.sh/task-spec`` the task is what lies between ``train-`` and the index:
+    train-ps-0 is task ps, train-worker-0/1 task worker with 2 replicas."""
+    compact, errors, _ = _translate(
+        _podgroup(min_member=3),
+        _pod("train-worker-1"),
+        _pod("train-ps-0"),
+        _pod("train-worker-0"),
+    )
+    assert errors == []
+    tasks = compact["jobs"][0]["tasks"]
+    assert [(t["name"], t["replicas"]) for t in tasks] == [("worker", 2), ("ps", 1)]
+
+
+def test_task_spec_annotation_names_the_task_and_renamed_pods_are_warned() -> None:
+    """A vcjob whose PodGroup is ``<job>-<uid>`` names pods after the job, not the PodGroup;
+    the task comes from the annotation, and plans will call the pod train-abc-worker-0."""
+    compact, errors, warnings = _translate(
+        _podgroup("train-abc"),
+        _pod("train-worker-0", group="train-abc", annotations={"volcano.sh/task-spec": "worker"}),
+    )
+    assert errors == []
+    assert compact["jobs"][0]["tasks"][0]["name"] == "worker"
+    assert _has(warnings, 'Pod "default/train-worker-0"', "metadata.name", "train-abc-worker-0")
+
+
+def test_malformed_pod_names_are_errors() -> None:
+    """trainer has no -<index>; other-worker-0 does not start with its PodGroup's name and has
+    no task-spec annotation, so neither task nor index can be read."""
+    _, errors, _ = _translate(_podgroup(), _pod("trainer"), _pod("other-worker-0"), _pod("train-0"))
+    assert [(p.obj, p.field) for p in errors] == [
+        ('Pod "default/trainer"', "metadata.name"),
+        ('Pod "default/other-worker-0"', "metadata.name"),
+        ('Pod "default/train-0"', "metadata.name"),
+    ]
+    assert "-<index>" in errors[0].message
+    assert "'train'" in errors[1].message
+
+
+def test_pod_indices_must_run_from_zero() -> None:
+    """Indices 0 and 2 for a task of 2 pods: the pod with index 2 is out of place."""
+    _, errors, _ = _translate(_podgroup(), _pod("train-w-0"), _pod("train-w-2"))
+    assert errors == [
+        Problem(
+            "index 2: the 2 pods of task 'w' must be numbered 0..1",
+            'Pod "default/train-w-2"',
+            "metadata.name",
+        )
+    ]
+
+
+def test_pods_of_one_task_with_different_specs_are_an_error() -> None:
+    """train-w-1 asks for 2 CPUs where train-w-0 asks for 1: the first differing field is the
+    first container's cpu request, named as the pod spells it."""
+    _, errors, _ = _translate(_podgroup(), _pod("train-w-0"), _pod("train-w-1", cpu="2"))
+    assert len(errors) == 1
+    assert errors[0].obj == 'Pod "default/train-w-1"'
+    assert errors[0].field == "spec.containers[0].resources.requests.cpu"
+    assert "train-w-0" in errors[0].message
+
+
+def test_annotations_vcopt_reads_must_agree_between_pods() -> None:
+    """``volcano.sh/preemptable`` changes who may be evicted, so it cannot just be dropped."""
+    _, errors, _ = _translate(
+        _podgroup(),
+        _pod("train-w-0", annotations={"volcano.sh/preemptable": "true"}),
+        _pod("train-w-1", annotations={"volcano.sh/preemptable": "false"}),
+    )
+    assert [(p.obj, p.field) for p in errors] == [
+        ('Pod "default/train-w-1"', "metadata.annotations.volcano.sh/preemptable")
+    ]
+
+
+def test_containers_are_summed_and_several_gpu_containers_warned() -> None:
+    """Two containers with 1 GPU and 500m CPU each (limits only, so they are also the requests):
+    one task asking for 2 GPUs and 1 CPU. The init containers' max is taken per resource:
+    cpu max(2, 1) = 2, memory max(1Gi, 4Gi) = 4Gi."""
+    containers = [
+        {"name": n, "resources": {"limits": {"cpu": "500m", "nvidia.com/gpu": 1}}}
+        for n in ("a", "b")
+    ]
+    init = [
+        {"name": "i1", "resources": {"requests": {"cpu": "2", "memory": "1Gi"}}},
+        {"name": "i2", "resources": {"requests": {"cpu": "1", "memory": "4Gi"}}},
+    ]
+    compact, errors, warnings = _translate(
+        _podgroup(), _pod("train-w-0", containers=containers, init_containers=init)
+    )
+    assert errors == []
+    task = compact["jobs"][0]["tasks"][0]
+    assert task["resources"] == {
+        "requests": {"cpu": "1", "nvidia.com/gpu": "2"},
+        "limits": {"cpu": "1", "nvidia.com/gpu": "2"},
+    }
+    assert task["initResources"] == {"cpu": "2", "memory": "4Gi"}
+    assert _has(warnings, 'Pod "default/train-w-0"', "spec.containers", "one container per task")
+
+
+def test_bad_quantities_name_the_container_field() -> None:
+    containers = [{"name": "a", "resources": {"limits": {"cpu": "lots"}}}]
+    _, errors, _ = _translate(_podgroup(), _pod("train-w-0", containers=containers))
+    assert [p.field for p in errors] == ["spec.containers[0].resources.limits.cpu"]
+
+
+def test_bound_pods_become_running_entries_with_their_devices() -> None:
+    """HAMi (§6.1): one entry per container ending in ';', so ';A:B:;;' is: init container
+    none, app container 1 devices A and B, app container 2 none. Volcano (§6.2): only GPU
+    containers, joined by ';' — 'C,NVIDIA,100,10:' is one container with device C."""
+    two = [{"name": "a"}, {"name": "b"}]
+    hami = ";GPU-A,NVIDIA,1000,30:GPU-B,NVIDIA,2000,40:;;"
+    compact, errors, _ = _translate(
+        _podgroup(min_member=2),
+        _pod(
+            "train-w-0",
+            node="n1",
+            phase="Running",
+            containers=two,
+            init_containers=[{"name": "i"}],
+            annotations={"hami.io/vgpu-devices-allocated": hami},
+        ),
+        _pod(
+            "train-w-1",
+            node="n1",
+            containers=two,
+            init_containers=[{"name": "i"}],
+            annotations={"volcano.sh/vgpu-ids-new": "GPU-C,NVIDIA,100,10:"},
+        ),
+    )
+    assert errors == []
+    assert compact["jobs"][0]["running"] == [
+        {
+            "index": 0,
+            "node": "n1",
+            "task": "w",
+            "gpus": [
+                {"id": "GPU-A", "memory": 1000, "cores": 30},
+                {"id": "GPU-B", "memory": 2000, "cores": 40},
+            ],
+        },
+        {
+            "index": 1,
+            "node": "n1",
+            "task": "w",
+            "gpus": [{"id": "GPU-C", "memory": 100, "cores": 10}],
+        },
+    ]
+
+
+def test_hami_annotation_with_the_wrong_container_count_is_an_error() -> None:
+    """The pod has 1 container but the annotation lists 2 (';X:;;' without its final ';')."""
+    annotations = {"hami.io/vgpu-devices-allocated": "GPU-X,NVIDIA,1,1:;;"}
+    _, errors, _ = _translate(
+        _podgroup(), _pod("train-w-0", node="n1", phase="Running", annotations=annotations)
+    )
+    assert [p.field for p in errors] == ["metadata.annotations.hami.io/vgpu-devices-allocated"]
+
+
+def test_finished_and_foreign_pods() -> None:
+    """Succeeded pods are dropped; a pending pod of another scheduler is not Volcano's; a bound
+    one still uses its node, so it stays as a running one-pod job."""
+    done = _pod("train-w-0", phase="Succeeded")
+    foreign = _pod("web", group=None)
+    foreign["spec"]["schedulerName"] = "default-scheduler"
+    bound = _pod("dns", group=None, node="n1", phase="Running")
+    bound["spec"]["schedulerName"] = "default-scheduler"
+    compact, errors, warnings = _translate(_podgroup(), done, foreign, bound)
+    assert errors == []
+    assert _has(warnings, 'Pod "default/train-w-0"', "status.phase", "Succeeded")
+    assert _has(warnings, 'Pod "default/web"', "spec.schedulerName", "ignored")
+    assert _has(warnings, 'PodGroup "default/train"', "", "no pods")
+    assert [j["name"] for j in compact["jobs"]] == ["dns"]
+    assert compact["jobs"][0]["running"] == [{"index": 0, "node": "n1", "task": "main"}]
+
+
+def test_lone_pod_takes_its_queue_from_the_annotation() -> None:
+    """A pod whose PodGroup is missing is its own job; Volcano's queue annotation applies."""
+    pod = _pod("solo", group="gone", annotations={"scheduling.volcano.sh/queue-name": "batch"})
+    compact, _, warnings = _translate(pod)
+    job = compact["jobs"][0]
+    assert (job["name"], job["queue"], job["tasks"][0]["name"]) == ("solo", "batch", "main")
+    assert "annotations" not in job["tasks"][0]
+    assert _has(
+        warnings,
+        'Pod "default/solo"',
+        "metadata.annotations.scheduling.k8s.io/group-name",
+        "not in the snapshot",
+    )
+
+
+def test_missing_priority_class_falls_back_to_the_default_priority() -> None:
+    """Volcano's cache gives a PodGroup whose class does not exist the default priority: the
+    global-default class's value (here 5), else 0."""
+    default = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "normal"},
+        "value": 5,
+        "globalDefault": True,
+    }
+    compact, _, warnings = _translate(
+        _podgroup(priorityClassName="urgent"), _pod("train-w-0"), default
+    )
+    job = compact["jobs"][0]
+    assert (job["priorityClassName"], job["priority"]) == ("urgent", 5)
+    assert _has(warnings, 'PodGroup "default/train"', "spec.priorityClassName", "(5)")
+
+
+# -- cluster objects and configuration -------------------------------------------------------
+
+
+def test_node_fields() -> None:
+    """A NotReady node takes no new pods in Volcano: it is read as unschedulable."""
+    node = _node(conditions=[{"type": "Ready", "status": "False"}])
+    node["metadata"]["labels"] = {"rack": "r1"}
+    node["spec"] = {
+        "taints": [{"key": "k", "value": "v", "effect": "NoSchedule", "timeAdded": None}]
+    }
+    compact, errors, warnings = _translate(node)
+    assert errors == []
+    assert compact["nodes"] == [
+        {
+            "name": "n1",
+            "labels": {"rack": "r1"},
+            "taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}],
+            "allocatable": {"cpu": "8", "memory": "32Gi"},
+            "unschedulable": True,
+        }
+    ]
+    assert _has(warnings, 'Node "n1"', "status.conditions", "unschedulable")
+
+
+def test_bad_scheduler_conf_is_reported_on_the_configmap() -> None:
+    configmap = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "volcano-scheduler-configmap", "namespace": "volcano-system"},
+        "data": {"volcano-scheduler.conf": "actions: [unclosed"},
+    }
+    _, errors, _ = _translate(configmap)
+    assert [(p.obj, p.field) for p in errors] == [
+        ('ConfigMap "volcano-system/volcano-scheduler-configmap"', "data.volcano-scheduler.conf")
+    ]
+
+
+def test_capacity_plugin_guide_objects_load_together() -> None:
+    """Two Queues and the scheduler ConfigMap of Volcano's capacity-plugin guide, concatenated
+    as one dump: no error, both queues present with their deserved CPU (2 and 6 cores), and
+    the capacity plugin configured."""
+    parts = [
+        "how_to_use_capacity_plugin.L108.queue1.yaml",
+        "how_to_use_capacity_plugin.L122.queue2.yaml",
+        "how_to_use_capacity_plugin.L29.configmap-capacity.yaml",
+    ]
+    text = "\n---\n".join((EXAMPLES / p).read_text() for p in parts)
+    instance = loads(text, "capacity-guide.yaml")
+    deserved = {q.name: q.deserved.get("cpu") for q in instance.queues}
+    assert deserved["queue1"] == 2000
+    assert deserved["queue2"] == 6000
+    assert instance.scheduler.plugin("capacity") is not None
+    assert instance.name == "capacity-guide"
