@@ -14,6 +14,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/vcopt show instances/demo.yaml
+	$(BIN)/vcopt compare --time-limit 20 instances/demo.yaml
 
 test: $(STAMP)
 	$(BIN)/ruff check .

@@ -8,7 +8,7 @@ tree, queue tree, indexes) once, on first use.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, tzinfo
 from functools import cached_property
 from zoneinfo import ZoneInfo
@@ -36,6 +36,15 @@ class Instance:
     jobs: tuple[Job, ...] = ()
     warnings: tuple[Problem, ...] = field(default=(), compare=False)
     source: str = field(default="", compare=False)
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickle only the fields: derived structures are rebuilt on first use, which keeps
+        instances cheap to ship to sweep workers (and compiled regexes out of pickles)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
 
     def replace(self, **changes: object) -> Instance:
         """A modified copy (derived structures are recomputed on the copy)."""

@@ -171,7 +171,7 @@ def _type_name(value: object) -> str:
         return f"the text {value[:40]!r}"
     if isinstance(value, list):
         return "a list"
-    return f"a {type(value).__name__}"
+    return f"the value {value!r}"
 
 
 def from_dict(
@@ -191,7 +191,7 @@ def from_dict(
     try:
         model = s.InstanceIn.model_validate(normal)
     except ValidationError as err:
-        problems = _shape_problems(err, normal, instance_obj)
+        problems = _shape_problems(err, normal, doc, instance_obj)
         raise InputError([p.in_file(file) for p in problems]) from None
     diag = Diagnostics()
     diag.warnings.extend(extra_warnings)
@@ -243,8 +243,9 @@ def _flatten(item: object) -> object:
 
 
 def _shape_problems(
-    err: ValidationError, doc: Mapping[str, Any], instance_obj: str
+    err: ValidationError, doc: Mapping[str, Any], written: Mapping[str, Any], instance_obj: str
 ) -> list[Problem]:
+    """Pydantic's errors on ``doc`` (objects unwrapped), named as ``written`` spells them."""
     problems = []
     for e in err.errors():
         loc = list(e["loc"])
@@ -258,9 +259,24 @@ def _shape_problems(
                 namespace = item.get("namespace", "default") if loc[0] == "jobs" else ""
                 name = f"{namespace}/{name}" if namespace and name else name
             obj = f'{_KINDS[str(loc[0])]} "{name}"' if name else f"{loc[0]}[{loc[1]}]"
-            loc = loc[2:]
+            original = (written.get(str(loc[0])) or [])[loc[1]]
+            loc = _where_written(original, loc[2:])
         problems.append(Problem(_message(e), obj, _path(loc)))
     return problems
+
+
+def _where_written(original: object, loc: list[Any]) -> list[Any]:
+    """The location inside a full custom resource of a field that ``_flatten`` lifted."""
+    if not loc or not isinstance(original, Mapping) or "metadata" not in original:
+        return loc
+    spec = original.get("spec")
+    if loc[0] == "name":
+        return ["metadata", *loc]
+    if isinstance(spec, Mapping) and loc[0] in spec:
+        return ["spec", *loc]
+    if loc[0] == "state" and loc[0] not in original:
+        return ["status", *loc]
+    return loc
 
 
 def _path(loc: Sequence[object]) -> str:
@@ -324,7 +340,7 @@ class _Builder:
         validate_hypernodes(hypernodes, {n.name: n.labels for n in by_name.values()}, self.diag)
         jobs = self._jobs(classes, default_class, by_name)
         queues = self._queues(jobs)
-        self._tdm(scheduler, nodes)
+        self._tdm(scheduler)
         return Instance(
             name=self.name,
             now=self._now(timezone),
@@ -1006,11 +1022,12 @@ class _Builder:
 
     # -- TDM -----------------------------------------------------------------------------
 
-    def _tdm(self, scheduler: SchedulerConf, nodes: Sequence[Node]) -> None:
+    def _tdm(self, scheduler: SchedulerConf) -> None:
         """Check the tdm plugin's arguments and that every node's revocable zone has a window.
 
         A zone whose window is malformed counts as configured here: its argument is already
-        reported, and the nodes in it are not wrong.
+        reported, and the nodes in it are not wrong. A node group is one entry of the file,
+        so it is reported once.
         """
         plugin = scheduler.plugin("tdm")
         configured: set[str] = set()
@@ -1026,11 +1043,13 @@ class _Builder:
                 for key in plugin.arguments
                 if key.startswith(ZONE_ARG_PREFIX)
             }
-        for node in nodes:
-            zone = node_zone(node.labels)
+        entries = [(obj_name("Node", n.name), n.labels) for n in self.m.nodes] + [
+            (obj_name("NodeGroup", g.namePrefix), g.labels) for g in self.m.nodeGroups
+        ]
+        for obj, labels in entries:
+            zone = node_zone(labels)
             if not zone or zone in configured:
                 continue
-            obj = obj_name("Node", node.name)
             if plugin is not None:
                 self.diag.error(
                     obj,

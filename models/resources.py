@@ -90,6 +90,9 @@ class Resources(Mapping[str, int]):
             out[name] = amount
         return cls(out)
 
+    def __reduce__(self) -> tuple[type[Resources], tuple[dict[str, int]]]:
+        return (Resources, (dict(self._data),))
+
     def __getitem__(self, key: str) -> int:
         return self._data[key]
 

@@ -41,6 +41,7 @@ _SCALAR_TAGS = frozenset(
     f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "timestamp")
 )
 _RESOLVER = Resolver()
+_MAX_REMEMBERED_TAGS = 100_000
 _CONSTRUCTOR = SafeConstructor()
 
 
@@ -69,8 +70,9 @@ class _Reader:
         self.file = file
         self.total = 0
         self.building = True
-        self.tags: dict[tuple[str, bool], str] = {}
-        """Resolved tag of each plain (True) or quoted (False) scalar text seen so far."""
+        self.tags: dict[str, str] = {}
+        """Resolved tag of plain scalar texts seen so far: instances repeat a few thousand
+        texts (keys, names, quantities) many times, and resolving one runs regexes."""
 
     def read(self, text: str) -> list[object]:
         docs: list[object] = []
@@ -148,11 +150,14 @@ class _Reader:
     def _scalar(self, event: yaml.ScalarEvent) -> object:
         tag = event.tag
         if tag is None or tag == "!":
-            plain = bool(event.implicit[0])
-            tag = self.tags.get((event.value, plain))
-            if tag is None:
-                tag = _RESOLVER.resolve(yaml.ScalarNode, event.value, (plain, False))
-                self.tags[(event.value, plain)] = tag
+            if not event.implicit[0]:
+                tag = _STR
+            elif event.value in self.tags:
+                tag = self.tags[event.value]
+            else:
+                tag = _RESOLVER.resolve(yaml.ScalarNode, event.value, (True, False))
+                if len(self.tags) < _MAX_REMEMBERED_TAGS:
+                    self.tags[event.value] = tag
         if tag == _STR:
             return event.value
         if tag not in _SCALAR_TAGS:

@@ -8,13 +8,21 @@ no traceback, so scripts and people can both act on it.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
-from models.errors import InputError
+import yaml
+
+from models.errors import InputError, Problem
 from models.load import load
 
-from . import show
+from . import compare, show
+from .cpsat.objective import STAGES
+from .cpsat.params import SolveOptions
+from .plan import FORMATS, read_plan, write_atomic
+from .solve import ENGINES, solve, solve_both
+from .verify import format_violations, verify
 
 EXIT_OK, EXIT_ERROR, EXIT_INPUT, EXIT_VIOLATIONS = 0, 1, 2, 3
 
@@ -54,10 +62,146 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _options(args: argparse.Namespace) -> SolveOptions:
+    weights = {}
+    for item in (args.weights or "").split(","):
+        if item.strip():
+            name, _, value = item.partition("=")
+            if name.strip() not in STAGES or not value.strip().lstrip("-").isdigit():
+                raise InputError(
+                    [
+                        Problem(
+                            f"expected stage=int with stage in {', '.join(STAGES)}",
+                            field="--weights",
+                        )
+                    ]
+                )
+            weights[name.strip()] = int(value)
+    return SolveOptions(
+        time_limit=args.time_limit,
+        workers=args.workers,
+        seed=args.seed,
+        deterministic=args.deterministic,
+        gap=args.gap,
+        objective=args.objective,
+        weights=weights,
+        tdm_lookahead=args.tdm_lookahead,
+        quiet=args.quiet,
+    )
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    instance = load(args.file)
+    _print_warnings(instance.warnings, args.quiet)
+    plan = solve(instance, args.engine, _options(args))
+    text = plan.render(args.format, instance)
+    if args.output:
+        plan.write(args.output, args.format, instance)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    instance = load(args.instance)
+    _print_warnings(instance.warnings, args.quiet)
+    plan = read_plan(args.plan, instance)
+    violations = verify(instance, plan)
+    if violations:
+        sys.stdout.write(format_violations(violations) + "\n")
+        print(f"{args.plan}: {len(violations)} violation(s)", file=sys.stderr)
+        return EXIT_VIOLATIONS
+    print(f"{args.plan}: valid plan for {args.instance}")
+    return EXIT_OK
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    instance = load(args.file)
+    _print_warnings(instance.warnings, args.quiet)
+    greedy, cpsat = solve_both(instance, _options(args))
+    if args.csv:
+        write_atomic(args.csv, compare.to_csv(greedy, cpsat))
+    if args.json:
+        write_atomic(args.json, compare.to_json(greedy, cpsat))
+    if args.plot:
+        compare.plot(greedy, cpsat, args.plot)
+    sys.stdout.write(compare.table(instance, greedy, cpsat))
+    return EXIT_OK
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from .generate import generate, write_instance
+
+    doc = generate(args.shape, args.seed, args.load)
+    if args.output:
+        write_instance(doc, args.output)
+    else:
+        sys.stdout.write(yaml.safe_dump(doc, sort_keys=False))
+    return EXIT_OK
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    from .alibaba import import_trace
+
+    doc = import_trace(args.pods, args.nodes, args.seed, args.arrival)
+    text = yaml.safe_dump(doc, sort_keys=False)
+    if args.output:
+        write_atomic(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from .whatif import load_sweep, sweep
+
+    instance, variants, settings = load_sweep(args.spec)
+    frame = sweep(
+        instance,
+        variants,
+        settings["engines"],
+        settings["time_limit"],
+        workers=settings["workers"],
+        seed=settings["seed"],
+        scheduler_address=args.scheduler,
+        progress=not args.quiet,
+    )
+    if args.output and args.output.endswith(".parquet"):
+        tmp = f"{args.output}.tmp"
+        frame.to_parquet(tmp, index=False)
+        os.replace(tmp, args.output)
+    elif args.output:
+        write_atomic(args.output, frame.to_csv(index=False))
+    else:
+        sys.stdout.write(frame.to_csv(index=False))
+    return EXIT_OK
+
+
+def _solver_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--time-limit", type=float, default=30.0, help="CP-SAT seconds in all (default 30)"
+    )
+    p.add_argument("--workers", type=int, default=2, help="CP-SAT search workers (default 2)")
+    p.add_argument("--seed", type=int, default=0, help="random seed of both engines (default 0)")
+    p.add_argument("--deterministic", action="store_true", help="reproducible CP-SAT search")
+    p.add_argument("--gap", type=float, default=0.0, help="stop CP-SAT at this relative gap")
+    p.add_argument("--objective", choices=("lexicographic", "weighted"), default="lexicographic")
+    p.add_argument("--weights", default="", help="per-stage weights, e.g. work=1,packing=0")
+    p.add_argument(
+        "--tdm-lookahead",
+        action="store_true",
+        help="keep jobs off revocable nodes whose window closes before the job's duration ends",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no warnings, no progress")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="vcopt",
-        description="Place a Volcano cluster's waiting work: Volcano's own decisions beside a CP-SAT optimum.",
+        description=(
+            "Place a Volcano cluster's waiting work: Volcano's own decisions beside a CP-SAT "
+            "optimum."
+        ),
     )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
@@ -70,6 +214,51 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     p.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
     p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("solve", help="place the waiting work; print or write the plan")
+    p.add_argument("file")
+    p.add_argument("--engine", choices=ENGINES, default="cpsat")
+    p.add_argument("--format", choices=FORMATS, default="table")
+    p.add_argument("-o", "--output", help="write the plan here (atomically) instead of stdout")
+    _solver_arguments(p)
+    p.set_defaults(func=cmd_solve)
+
+    p = sub.add_parser("verify", help="check a plan against every rule (exit 3 on violations)")
+    p.add_argument("instance")
+    p.add_argument("plan")
+    p.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
+    p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("compare", help="greedy (Volcano) and cpsat side by side")
+    p.add_argument("file")
+    p.add_argument("--csv", help="also write the table as CSV")
+    p.add_argument("--json", help="also write the table and both plans as JSON")
+    p.add_argument("--plot", help="also draw the primary metrics as a PNG bar chart")
+    _solver_arguments(p)
+    p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser("generate", help="a synthetic instance of a named shape")
+    p.add_argument("--shape", choices=("S", "M", "L", "XL"), default="S")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--load", type=float, default=1.3, help="GPU demand / capacity (default 1.3)")
+    p.add_argument("-o", "--output")
+    p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser("import", help="an instance from a public trace")
+    p.add_argument("source", choices=("alibaba",))
+    p.add_argument("--pods", required=True, help="openb_pod_list_*.csv")
+    p.add_argument("--nodes", required=True, help="openb_node_list_gpu_node.csv")
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--arrival", type=float, default=1.3, help="arrived GPU demand / capacity")
+    p.add_argument("-o", "--output")
+    p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("sweep", help="solve the variants of a what-if file with both engines")
+    p.add_argument("spec")
+    p.add_argument("--scheduler", help="address of an existing Dask scheduler")
+    p.add_argument("-o", "--output", help="CSV, or Parquet when the name ends in .parquet")
+    p.add_argument("-q", "--quiet", action="store_true")
+    p.set_defaults(func=cmd_sweep)
     return parser
 
 
@@ -87,6 +276,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     except BrokenPipeError:
         return EXIT_OK
+    except OSError as err:
+        print(f"error: {err.filename or ''}: {err.strerror}", file=sys.stderr)
+        return EXIT_INPUT
 
 
 if __name__ == "__main__":

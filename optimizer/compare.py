@@ -61,7 +61,7 @@ def rows(greedy: Plan, cpsat: Plan) -> list[Row]:
     shares_g = {q["queue"]: q["share"] for q in g.get("queues", []) if q.get("leaf", True)}
     shares_c = {q["queue"]: q["share"] for q in c.get("queues", []) if q.get("leaf", True)}
     for queue in sorted(shares_g.keys() | shares_c.keys()):
-        out.append(Row(f"share[{queue}]", shares_g.get(queue), shares_c.get(queue), None))
+        out.append(Row(f"share {queue}", shares_g.get(queue), shares_c.get(queue), None))
     gs, cs = greedy.solver, cpsat.solver
     out.append(
         Row("wall_seconds", gs.wall_seconds if gs else None, cs.wall_seconds if cs else None, None)

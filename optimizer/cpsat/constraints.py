@@ -4,100 +4,176 @@
 they decide which variables exist at all (``data.compile_instance``) and need no constraint.
 ``running-kept`` holds by construction: running pods have no placement variables, only an
 eviction literal when they may be evicted.
+
+Like the verifier, capacity is judged only where the plan adds something: a node or device
+that running pods already over-commit does not make the model infeasible, it just cannot take
+new pods until evictions bring it back within its limits.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from functools import partial
+
 from ortools.sat.python import cp_model
 
-from models.resources import MEMORY
+from models.gpu import FULL_CORES, GpuRequest
 
-from .data import MIB, Compiled
-from .variables import Variables
+from .data import Compiled, model_units
+from .variables import Expr, Linear, Values, Variables
+
+IntVar = cp_model.IntVar
+
+
+def _limit(
+    m: cp_model.CpModel,
+    v: Variables,
+    new: Sequence[tuple[int, Expr, int]],
+    held: Sequence[tuple[int, int]],
+    limit: int,
+    gate: Callable[[], IntVar] | None = None,
+    extra: Expr = 0,
+) -> None:
+    """``Σ coef·expr (new) + Σ amount·kept (held) + extra ≤ limit``.
+
+    ``new`` holds (coefficient, expression, the expression's upper bound), ``held`` (amount,
+    running pod index); ``extra`` is a literal or 0. When the running pods alone may exceed the
+    limit, the rule applies only if ``gate()`` holds (the plan adds something here), so an
+    over-commitment that is already there does not make the model infeasible.
+    """
+    max_new = sum(c * ub for c, _, ub in new)
+    max_held = sum(a for a, _ in held) + (0 if isinstance(extra, int) else 1)
+    if max_new + max_held <= limit:
+        return
+    expr = sum(c * e for c, e, _ in new) + sum(a * v.kept(i) for a, i in held) + extra
+    if max_held <= limit or gate is None:
+        m.add(expr <= limit)
+    else:
+        m.add(expr <= limit).only_enforce_if(gate())
 
 
 def node_capacity(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
-    """Σ requests of kept running and new pods ≤ allocatable, per node and resource."""
+    """Σ requests of kept running and new pods ≤ allocatable, per node and resource, on every
+    node the plan places pods on (a resource the node lacks has 0)."""
     for n, node in enumerate(data.nodes):
-        groups = [g for g in data.groups if n in g.nodes]
-        running = [i for i, r in enumerate(data.running) if r.node == n]
+        groups = data.groups_on[n]
         if not groups:
             continue
-        for resource in data.resources:
-            terms = [
-                g.request.get(resource, 0) * v.count[g.index, n]
+        running = data.running_on[n]
+        limits = model_units(node.allocatable, round_up=False)
+        dims = {r for g in groups for r, a in data.groups[g].request.items() if a > 0}
+        dims |= {r for i in running for r, a in data.running[i].request.items() if a > 0}
+        for resource in sorted(dims):
+            new = [
+                (data.groups[g].request[resource], v.count[g, n], data.groups[g].size)
                 for g in groups
-                if g.request.get(resource)
+                if data.groups[g].request.get(resource, 0) > 0
             ]
-            if not terms:
-                continue
-            used = sum(data.running[i].request.get(resource, 0) * v.kept(i) for i in running)
-            amount = node.allocatable.get(resource, 0)
-            limit = amount // MIB if resource == MEMORY else amount
-            m.add(sum(terms) + used <= limit)
+            held = [
+                (data.running[i].request[resource], i)
+                for i in running
+                if data.running[i].request.get(resource, 0) > 0
+            ]
+            _limit(m, v, new, held, limits.get(resource, 0), partial(v.node_used_flag, n))
 
 
 def pod_count(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
+    """Pods bound to a node ≤ its pod capacity, for every node the plan places pods on."""
     for n, node in enumerate(data.nodes):
-        groups = [g for g in data.groups if n in g.nodes]
+        groups = data.groups_on[n]
         if not groups:
             continue
-        kept = sum(v.kept(i) for i, r in enumerate(data.running) if r.node == n)
-        m.add(sum(v.count[g.index, n] for g in groups) + kept <= node.pod_capacity)
+        new = [(1, v.count[g, n], data.groups[g].size) for g in groups]
+        held = [(1, i) for i in data.running_on[n]]
+        _limit(m, v, new, held, node.pod_capacity, partial(v.node_used_flag, n))
 
 
 def gpu_capacity(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
-    """Device-level sharing (hami-gpu §3.4): slots, memory, cores, exclusive use, the
-    zero-core rule, and distinct devices for a multi-GPU container."""
-    users: dict[tuple[int, int], list[tuple[int, cp_model.IntVar]]] = {}
-    for (gi, n, d), var in v.on_device.items():
-        users.setdefault((n, d), []).append((gi, var))
+    """Device-level sharing (hami-gpu §3.4): each container gets ``nums`` distinct devices (on
+    one NUMA node when bound), and per device slots, memory, cores, exclusive use and the
+    zero-core rule hold."""
     for g in data.groups:
-        if g.gpu is None:
-            continue
         for n in g.nodes:
-            devices = [v.on_device[g.index, n, d] for d in g.devices[n]]
-            m.add(sum(devices) == g.gpu.nums * v.count[g.index, n])
-            if g.gpu.nums > 1:
-                for var in devices:
-                    m.add(var <= v.count[g.index, n])
+            for c, request in enumerate(g.gpus):
+                _container_devices(m, v, data, g.index, c, n, request.nums)
     holders: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
     for i, r in enumerate(data.running):
         for d, memory, cores in r.gpus:
             holders.setdefault((r.node, d), []).append((i, memory, cores))
-    for (n, d), new in users.items():
+    for (n, d), users in v.device_users().items():
         device = data.nodes[n].gpus[d]
         held = holders.get((n, d), [])
-        slots = [var for _, var in new] + [v.kept(i) for i, _, _ in held]
-        m.add(sum(slots) <= device.count)
-        memory = [data.groups[gi].gpu.memory_on(device.memory) * var for gi, var in new]  # type: ignore[union-attr]
-        memory += [mem * v.kept(i) for i, mem, _ in held]
-        m.add(sum(memory) <= device.memory)
-        cores = [data.groups[gi].gpu.booked_cores * var for gi, var in new]  # type: ignore[union-attr]
-        cores += [c * v.kept(i) for i, _, c in held]
-        exclusive = [var for gi, var in new if _exclusive(data, gi, device.cores)]
-        zero = [var for gi, var in new if data.groups[gi].gpu.booked_cores == 0]  # type: ignore[union-attr]
+        gate = partial(v.device_used_flag, n, d)
+        shares = [(data.groups[gi].size, data.groups[gi].gpus[c], var) for gi, c, var in users]
+        slots = [(1, var, size) for size, _, var in shares]
+        _limit(m, v, slots, [(1, i) for i, _, _ in held], device.count, gate)
+        memory = [(r.memory_on(device.memory), var, size) for size, r, var in shares]
+        memory_held = [(a, i) for i, a, _ in held if a > 0]
+        _limit(m, v, [t for t in memory if t[0] > 0], memory_held, device.memory, gate)
+        cores = [(r.booked_cores, var, size) for size, r, var in shares if r.booked_cores > 0]
+        cores_held = [(c, i) for i, _, c in held if c > 0]
+        zero_new = [(var, size) for size, r, var in shares if r.booked_cores == 0]
         zero_held = [i for i, _, c in held if c == 0]
-        if zero or zero_held:
-            w = v.zero_core_on(n, d)
-            for var in zero:
-                m.add(var <= device.count * w)
-            for i in zero_held:
-                m.add(w >= v.kept(i))
-            m.add(sum(cores) <= device.cores - w)
-        else:
-            m.add(sum(cores) <= device.cores)
-        if exclusive:
-            e = v.exclusive_on(n, d)
-            m.add(sum(exclusive) == e)
-            others = [var for gi, var in new if not _exclusive(data, gi, device.cores)]
-            others += [v.kept(i) for i, _, _ in held]
-            m.add(sum(others) <= device.count * (1 - e))
+        zero: Expr = 0
+        if device.cores > 0 and (zero_new or zero_held):
+            zero = v.any_positive(
+                f"zero_core[{n},{d}]",
+                [var for var, _ in zero_new] + [v.kept(i) for i in zero_held],
+                [size for _, size in zero_new] + [1] * len(zero_held),
+            )
+        _limit(m, v, cores, cores_held, device.cores, gate, zero)
+        if device.cores == FULL_CORES:
+            _exclusive_use(m, v, n, d, shares, [i for i, _, _ in held])
 
 
-def _exclusive(data: Compiled, group: int, device_cores: int) -> bool:
-    gpu = data.groups[group].gpu
-    return gpu is not None and gpu.booked_cores >= 100 and device_cores == 100
+def _container_devices(
+    m: cp_model.CpModel, v: Variables, data: Compiled, g: int, c: int, n: int, nums: int
+) -> None:
+    """Σ devices = nums × pods, and no device twice in one container (a device's count ≤ the
+    pods, or ≤ the pods on its NUMA node when the container is NUMA-bound)."""
+    count = v.count[g, n]
+    devices = data.groups[g].devices[n]
+    numas = v.numa_nodes(g, c, n)
+    if not numas:
+        m.add(sum(v.on_device[g, c, n, d] for d in devices) == nums * count)
+        if nums > 1:
+            for d in devices:
+                m.add(v.on_device[g, c, n, d] <= count)
+        return
+    gpus = data.nodes[n].gpus
+    m.add(sum(v.on_numa[g, c, n, k] for k in numas) == count)
+    for k in numas:
+        inside = [v.on_device[g, c, n, d] for d in devices if gpus[d].numa == k]
+        m.add(sum(inside) == nums * v.on_numa[g, c, n, k])
+        for var in inside:
+            m.add(var <= v.on_numa[g, c, n, k])
+    for d in devices:
+        if gpus[d].numa not in numas:
+            m.add(v.on_device[g, c, n, d] == 0)
+
+
+def _exclusive_use(
+    m: cp_model.CpModel,
+    v: Variables,
+    n: int,
+    d: int,
+    shares: Sequence[tuple[int, GpuRequest, IntVar]],
+    held: Sequence[int],
+) -> None:
+    """A cores-100 share of a 100-core device is the device's only share (pitfall 5). Running
+    exclusive holders need no rule here: their 100 cores leave room only for zero-core shares,
+    which the zero-core rule refuses."""
+    exclusive = [var for _, r, var in shares if r.booked_cores >= FULL_CORES]
+    if not exclusive:
+        return
+    others = [(var, size) for size, r, var in shares if r.booked_cores < FULL_CORES]
+    e = v.aux_bool(
+        f"exclusive[{n},{d}]", lambda vals: min(1, sum(vals[x.index] for x in exclusive))
+    )
+    m.add(sum(exclusive) == e)
+    rest = [var for var, _ in others] + [v.kept(i) for i in held]
+    if rest:
+        m.add(sum(rest) <= (sum(size for _, size in others) + len(held)) * (1 - e))
 
 
 def gang(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
@@ -108,21 +184,20 @@ def gang(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
         if not groups:
             continue
         admit = v.admit[job.key]
-        pending = sum(len(data.groups[g].pods) for g in groups)
+        pending = sum(data.groups[g].size for g in groups)
         new = sum(v.placed(g) for g in groups)
         kept = sum(v.kept(i) for i in data.job_running[job.key])
         m.add(new <= pending * admit)
-        m.add(new + kept >= job.min_available * admit)
         m.add(new >= admit)
-        if job.min_available >= sum(job.min_task_member.values()):
-            for role, minimum in job.min_task_member.items():
-                role_new = sum(v.placed(g) for g in groups if data.groups[g].task.role == role)
-                role_kept = sum(
-                    v.kept(i)
-                    for i in data.job_running[job.key]
-                    if data.running[i].task.role == role
-                )
-                m.add(role_new + role_kept >= minimum * admit)
+        m.add(new + kept >= job.min_available * admit)
+        if job.min_available < sum(job.min_task_member.values()):
+            continue
+        for role, minimum in job.min_task_member.items():
+            role_new = sum(v.placed(g) for g in groups if data.groups[g].task.role == role)
+            role_kept = sum(
+                v.kept(i) for i in data.job_running[job.key] if data.running[i].task.role == role
+            )
+            m.add(role_new + role_kept >= minimum * admit)
 
 
 def topology_hard(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
@@ -130,52 +205,52 @@ def topology_hard(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
     Volcano only with the network-topology-aware plugin, spec §9.6)."""
     if not data.topology_on:
         return
-    levels = v.levels[0]
+    top = data.instance.topology.top_tier
     for job in data.jobs:
         spec = job.network_topology
-        if (
-            job.key not in v.admit
-            or spec is None
-            or spec.mode != "hard"
-            or spec.highest_tier is None
-        ):
+        if job.key not in v.admit or spec is None or spec.mode != "hard":
             continue
-        allowed = [i for i, t in enumerate(levels) if t <= spec.highest_tier]
+        if spec.highest_tier is None or spec.highest_tier >= top:
+            continue
+        allowed = [i for i, t in enumerate(data.levels) if t <= spec.highest_tier]
         m.add(v.within_level(job.key, allowed[-1]) >= v.admit[job.key])
 
 
 def queue_capability(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
     """Pods of a queue (and, hierarchically, of its subtree) stay within the quota the plugin
-    enforces at allocation, on the resources the new pods request."""
+    enforces at allocation, on each resource the queue's new pods request."""
     for queue, limit in data.queue_limits.items():
-        jobs = data.queue_members.get(queue, [])
+        jobs = [j for j in data.queue_members.get(queue, []) if j in v.admit]
         groups = [g for j in jobs for g in data.job_groups[j]]
         if not groups:
             continue
-        admits = [v.admit[j] for j in jobs if j in v.admit]
-        any_new = m.new_bool_var(f"queue_new[{queue}]")
-        for a in admits:
-            m.add(any_new >= a)
-        requested = {
-            r for g in groups for r, amount in data.groups[g].request.items() if amount > 0
-        }
-        for resource in sorted(requested):
-            new = sum(data.groups[g].request.get(resource, 0) * v.placed(g) for g in groups)
-            kept = sum(
-                data.running[i].request.get(resource, 0) * v.kept(i)
+        held_all = [i for j in data.queue_members[queue] for i in data.job_running[j]]
+        requested = sorted(
+            {r for g in groups for r, amount in data.groups[g].request.items() if amount > 0}
+        )
+        for resource in requested:
+            new = [
+                (data.groups[g].request[resource], v.placed(g), data.groups[g].size)
+                for g in groups
+                if data.groups[g].request.get(resource, 0) > 0
+            ]
+            held = [
+                (data.running[i].request[resource], i)
+                for i in held_all
+                if data.running[i].request.get(resource, 0) > 0
+            ]
+            requesters = [
+                v.admit[j]
                 for j in jobs
-                for i in data.job_running[j]
+                if any(data.groups[g].request.get(resource, 0) > 0 for g in data.job_groups[j])
+            ]
+            gate = partial(
+                v.any_positive,
+                f"queue_new[{queue},{resource}]",
+                list(requesters),
+                [1] * len(requesters),
             )
-            cap = limit.get(resource, 0)
-            big = sum(
-                data.groups[g].request.get(resource, 0) * len(data.groups[g].pods) for g in groups
-            )
-            big += sum(
-                data.running[i].request.get(resource, 0) for j in jobs for i in data.job_running[j]
-            )
-            if cap >= big:
-                continue
-            m.add(new + kept <= cap + big * (1 - any_new))
+            _limit(m, v, new, held, limit.get(resource, 0), gate)
 
 
 def queue_leaf(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
@@ -191,48 +266,27 @@ def queue_leaf(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
 
 def eviction_allowed(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
     """Evict only what Volcano's rules could: preemptable pods (static), within disruption
-    budgets, never below a queue's guarantee, by preempt only for a higher-priority job of the
-    same queue, by reclaim only from a queue that stays at or above its deserved share."""
+    budgets, leaving a job either gone or at its minAvailable (gang), never below a queue's
+    guarantee, by preempt only for a higher-priority admitted job of the same queue, by reclaim
+    only from a reclaimable queue above its deserved, for an admitted job of another queue, and
+    only down to that deserved."""
     if not v.evict:
         return
-    actions = set(data.instance.scheduler.actions)
     for job in data.jobs:
-        evicted = [v.evict[i] for i in data.job_running[job.key] if i in v.evict]
-        if not evicted:
-            continue
-        if job.key in data.eviction_budget:
-            m.add(sum(evicted) <= data.eviction_budget[job.key])
-        kept = sum(v.kept(i) for i in data.job_running[job.key])
-        alive = m.new_bool_var(f"alive[{job.key}]")
-        running = len(data.job_running[job.key])
-        m.add(kept >= job.min_available * alive)
-        m.add(kept <= running * alive)
+        _job_evictions(m, v, data, job.key)
+    actions = set(data.instance.scheduler.actions)
     by_queue: dict[str, list[int]] = {}
     for i in v.evict:
         by_queue.setdefault(data.running[i].job.queue, []).append(i)
     for queue, pods in by_queue.items():
+        flags = [v.evict[i] for i in pods]
+        guarded = v.any_positive(f"evicts_from[{queue}]", list(flags), [1] * len(flags))
+        _keep_at_least(m, v, data, queue, data.queue_guarantee.get(queue, {}), guarded)
         reclaimable = None
         if "reclaim" in actions and _above_deserved(data, queue):
-            reclaimable = m.new_bool_var(f"reclaimable[{queue}]")
-            _keep_at_least(
-                m,
-                v,
-                data,
-                queue,
-                data.queue_deserved.get(queue, {}),
-                reclaimable,
-                floor_current=True,
-            )
-        guarded = m.new_bool_var(f"evicts_from[{queue}]")
+            reclaimable = _reclaim_source(m, v, data, queue)
         for i in pods:
-            m.add(guarded >= v.evict[i])
-        _keep_at_least(
-            m, v, data, queue, data.queue_guarantee.get(queue, {}), guarded, floor_current=False
-        )
-        for i in pods:
-            sources = []
-            if reclaimable is not None:
-                sources.append(reclaimable)
+            sources: list[IntVar] = [reclaimable] if reclaimable is not None else []
             if "preempt" in actions:
                 victim = data.running[i].job
                 sources += [
@@ -246,6 +300,39 @@ def eviction_allowed(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
                 m.add(v.evict[i] == 0)
 
 
+def _job_evictions(m: cp_model.CpModel, v: Variables, data: Compiled, job: str) -> None:
+    evicted = [v.evict[i] for i in data.job_running[job] if i in v.evict]
+    if not evicted:
+        return
+    if job in data.eviction_budget:
+        m.add(sum(evicted) <= data.eviction_budget[job])
+    minimum = data.instance.job_by_key[job].min_available
+    bound = sum(v.kept(i) for i in data.job_running[job])
+    bound += sum(v.placed(g) for g in data.job_groups[job])
+    most = len(data.job_running[job]) + sum(data.groups[g].size for g in data.job_groups[job])
+    evicting = v.any_positive(f"evicts[{job}]", list(evicted), [1] * len(evicted))
+    alive = v.any_positive(f"alive[{job}]", [bound], [most])
+    m.add(bound >= minimum * alive).only_enforce_if(evicting)
+
+
+def _reclaim_source(m: cp_model.CpModel, v: Variables, data: Compiled, queue: str) -> IntVar:
+    """The literal "reclaim may take from ``queue``": it needs an admitted job of another queue
+    and keeps the queue at min(deserved, current) on every deserved resource."""
+    reclaimers = [v.admit[j.key] for j in data.jobs if j.queue != queue and j.key in v.admit]
+    rules = _floors(v, data, queue, data.queue_deserved.get(queue, {}), floor_current=True)
+    linear = [(Linear(expr), target) for expr, target in rules]
+
+    def derive(vals: Values) -> int:
+        holds = all(expr.value(vals) >= target for expr, target in linear)
+        return int(holds and any(vals[a.index] for a in reclaimers))
+
+    flag = v.aux_bool(f"reclaimable[{queue}]", derive)
+    m.add(flag <= sum(reclaimers))
+    for expr, target in rules:
+        m.add(expr >= target).only_enforce_if(flag)
+    return flag
+
+
 def _above_deserved(data: Compiled, queue: str) -> bool:
     """Reclaim takes only from reclaimable queues holding more than they deserve (capacity
     §5.4 step 3); a queue that deserves nothing is an immediate victim."""
@@ -255,11 +342,39 @@ def _above_deserved(data: Compiled, queue: str) -> bool:
     if not deserved:
         return True
     held: dict[str, int] = {}
-    for r in data.running:
-        if r.job.queue == queue:
-            for resource, amount in r.request.items():
+    for j in data.jobs:
+        if j.queue != queue:
+            continue
+        for i in data.job_running[j.key]:
+            for resource, amount in data.running[i].request.items():
                 held[resource] = held.get(resource, 0) + amount
     return any(held.get(resource, 0) > amount for resource, amount in deserved.items())
+
+
+def _floors(
+    v: Variables, data: Compiled, queue: str, floor: dict[str, int], *, floor_current: bool
+) -> list[tuple[Expr, int]]:
+    """(allocation expression, target) per resource of ``floor``: the queue's pods after the
+    plan (rounded down) must reach the floor (or the current allocation where that is lower,
+    with ``floor_current``)."""
+    jobs = [j.key for j in data.jobs if j.queue == queue]
+    running = [i for j in jobs for i in data.job_running[j]]
+    out = []
+    for resource, amount in sorted(floor.items()):
+        if amount <= 0:
+            continue
+        current = sum(data.running[i].request_floor.get(resource, 0) for i in running)
+        target = min(amount, current) if floor_current else amount
+        if target <= 0:
+            continue
+        kept = sum(data.running[i].request_floor.get(resource, 0) * v.kept(i) for i in running)
+        new = sum(
+            data.groups[g].request_floor.get(resource, 0) * v.placed(g)
+            for j in jobs
+            for g in data.job_groups[j]
+        )
+        out.append((kept + new, target))
+    return out
 
 
 def _keep_at_least(
@@ -268,28 +383,11 @@ def _keep_at_least(
     data: Compiled,
     queue: str,
     floor: dict[str, int],
-    when: cp_model.IntVar,
-    *,
-    floor_current: bool,
+    when: IntVar,
 ) -> None:
-    """When ``when`` holds, the queue's allocation after the plan stays ≥ ``floor`` on each of
-    its resources (or ≥ the current allocation where that is lower, with ``floor_current``)."""
-    jobs = [j.key for j in data.jobs if j.queue == queue]
-    for resource, amount in floor.items():
-        if amount <= 0:
-            continue
-        running = [i for j in jobs for i in data.job_running[j]]
-        current = sum(data.running[i].request.get(resource, 0) for i in running)
-        target = min(amount, current) if floor_current else amount
-        if target <= 0:
-            continue
-        kept = sum(data.running[i].request.get(resource, 0) * v.kept(i) for i in running)
-        new = sum(
-            data.groups[g].request.get(resource, 0) * v.placed(g)
-            for j in jobs
-            for g in data.job_groups[j]
-        )
-        m.add(kept + new >= target).only_enforce_if(when)
+    """When ``when`` holds, the queue's allocation after the plan stays ≥ ``floor``."""
+    for expr, target in _floors(v, data, queue, floor, floor_current=False):
+        m.add(expr >= target).only_enforce_if(when)
 
 
 ALL = (

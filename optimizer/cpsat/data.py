@@ -5,6 +5,11 @@ how many of them land on each node (spec/cpsat-practice.md B.1). Everything that
 depend on the decision — which nodes a group may use at all (selectors, taints, TDM, GPU
 filters), what running pods already hold, each queue's limit — is worked out here once, so the
 model only contains decisions that can actually be taken.
+
+Amounts are integers in *model units*: Volcano units, except memory-like resources in MiB so
+that coefficients stay small. MiB rounding always errs on the safe side: a pod's request is
+rounded up where it counts against a limit and down where it counts towards a floor; limits
+are rounded down and floors up. The verifier judges bytes, so a model-feasible plan passes it.
 """
 
 from __future__ import annotations
@@ -17,12 +22,13 @@ from models.cluster import Node
 from models.gpu import GpuDevice, GpuRequest
 from models.instance import Instance
 from models.queues import QueueAttrs, capacity_flat, capacity_hierarchical, proportion_deserved
-from models.resources import CPU, MEMORY, PODS, Resources
+from models.resources import INFINITE, MEMORY, PODS, Resources
 from models.tdm import (
     MAX_UNAVAILABLE_KEYS,
     MIN_AVAILABLE_KEYS,
     max_evictable,
     node_zone,
+    parse_go_bool,
     pod_preemptable,
     pod_revocable_zone,
     window_closes_at,
@@ -30,17 +36,26 @@ from models.tdm import (
 from models.workload import Job, Pod, Task
 
 MIB = 2**20
+MIB_RESOURCES = frozenset({MEMORY, "ephemeral-storage"})
+UNLIMITED = 2**62
+"""Model stand-in for an unlimited quota (Volcano's infinity does not fit in int64)."""
 PROTECTED_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
+CORDON_ANNOTATION = "hami.io/device-cordon"
+NUMA_BIND_ANNOTATION = "nvidia.com/numa-bind"
 
 
-def model_units(resources: Mapping[str, int]) -> dict[str, int]:
-    """Resources in model units: memory-like amounts in MiB (rounded up), the rest as is, so
-    that coefficients stay small enough for CP-SAT's linear propagation."""
+def model_units(resources: Mapping[str, int], *, round_up: bool) -> dict[str, int]:
+    """``resources`` in model units (``pods`` dropped); ``round_up`` says which way MiB round."""
     out = {}
     for name, amount in resources.items():
         if name == PODS:
             continue
-        out[name] = ceil(amount / MIB) if name in (MEMORY, "ephemeral-storage") else amount
+        if amount >= INFINITE // 2:
+            out[name] = UNLIMITED
+        elif name in MIB_RESOURCES:
+            out[name] = ceil(amount / MIB) if round_up else amount // MIB
+        else:
+            out[name] = amount
     return out
 
 
@@ -53,13 +68,29 @@ class Group:
     task: Task
     pods: list[Pod]
     request: dict[str, int]
-    gpu: GpuRequest | None
+    """Per pod, rounded up (what it takes from a limit)."""
+    request_floor: dict[str, int]
+    """Per pod, rounded down (what it adds towards a floor such as a guarantee)."""
     value: int
     """Stage-1 worth of one pod (GPU-equivalents × 1000, see :func:`pod_value`)."""
+    numa_bind: bool
+    """Each multi-GPU container must take its devices from one NUMA node."""
     nodes: list[int] = field(default_factory=list)
     """Candidate node indices (static predicates pass)."""
     devices: dict[int, list[int]] = field(default_factory=dict)
     """Per candidate node, the indices of the devices this group may use."""
+    whole: dict[int, list[bool]] = field(default_factory=dict)
+    """Per candidate node and container: the container takes whole devices from the node's
+    pool (see :func:`_takes_whole`), so the model only counts them instead of choosing them."""
+
+    @property
+    def gpus(self) -> tuple[GpuRequest, ...]:
+        """One request per GPU container (empty for a pod without GPUs)."""
+        return self.task.gpu
+
+    @property
+    def size(self) -> int:
+        return len(self.pods)
 
 
 @dataclass
@@ -69,8 +100,9 @@ class RunningPod:
     task: Task
     node: int
     request: dict[str, int]
+    request_floor: dict[str, int]
     gpus: list[tuple[int, int, int]]
-    """(device index on the node, memory, cores) per held device."""
+    """(device index on the node, memory, cores) per held device share."""
     evictable: bool
     value: int
 
@@ -88,24 +120,40 @@ class Compiled:
     """Stage-1 priority weight of each job (1 + rank of its priority)."""
     resources: list[str]
     queue_limits: dict[str, dict[str, int]]
-    """Per queue (model units), the quota the pods of its subtree may not exceed."""
+    """Per queue (model units, rounded down), the quota the pods of its subtree may not exceed."""
     queue_deserved: dict[str, dict[str, int]]
     queue_guarantee: dict[str, dict[str, int]]
     queue_members: dict[str, list[str]]
-    """Queue → jobs in its subtree (the queue itself and, hierarchically, its descendants)."""
+    """Queue → jobs whose pods its quota counts (the queue and, hierarchically, its subtree)."""
     leaf_ok: dict[str, bool]
     evictions_on: bool
     topology_on: bool
     eviction_budget: dict[str, int]
+    levels: list[int]
+    """Topology levels: 0 (one node) and every real HyperNode tier (see :func:`topology_levels`)."""
+    domains: list[list[str]]
+    pool: list[list[int]]
+    """Per node, the devices any GPU pod may use (healthy, NVIDIA, not cordoned)."""
+    groups_on: list[list[int]] = field(init=False)
+    """Per node, the groups that may use it."""
+    running_on: list[list[int]] = field(init=False)
+    """Per node, the running pods on it."""
+
+    def __post_init__(self) -> None:
+        self._node_index = {n.name: i for i, n in enumerate(self.nodes)}
+        self.groups_on = [[] for _ in self.nodes]
+        for g in self.groups:
+            for n in g.nodes:
+                self.groups_on[n].append(g.index)
+        self.running_on = [[] for _ in self.nodes]
+        for i, r in enumerate(self.running):
+            self.running_on[r.node].append(i)
 
     def node_index(self, name: str) -> int:
         return self._node_index[name]
 
-    def __post_init__(self) -> None:
-        self._node_index = {n.name: i for i, n in enumerate(self.nodes)}
 
-
-def pod_value(instance: Instance, task: Task) -> int:
+def pod_value(task: Task, largest_gpu_memory: int, cpu_per_gpu: float) -> int:
     """Worth of admitting one pod, in thousandths of a GPU-equivalent.
 
     GPU pods are worth their GPU-equivalents (per device max(cores, memory) share, memory
@@ -113,24 +161,21 @@ def pod_value(instance: Instance, task: Task) -> int:
     pod lands); CPU-only pods are worth their CPU measured in the cluster's CPU per GPU; every
     pod is worth at least 1, so admitting anything beats admitting nothing.
     """
-    gpus = [d for n in instance.nodes for d in n.gpus]
-    cpu = instance.total_allocatable.get(CPU)
     if task.gpu:
-        largest = max((d.memory for d in gpus), default=1) or 1
         total = 0.0
         for req in task.gpu:
             pct = req.percentage if req.percentage is not None else 0
-            mem_share = max(pct / 100, req.memory / largest)
+            mem_share = max(pct / 100, req.memory / largest_gpu_memory)
             total += req.nums * max(req.booked_cores / 100, min(mem_share, 1.0))
         return max(1, round(1000 * total))
-    per_gpu_cpu = cpu / len(gpus) if gpus and cpu else 1000
-    return max(1, round(1000 * task.resources.get(CPU) / per_gpu_cpu))
+    return max(1, round(1000 * task.resources.get("cpu") / cpu_per_gpu))
 
 
 def _selector_ok(task: Task, node: Node) -> bool:
     if any(node.labels.get(k) != v for k, v in task.node_selector.items()):
         return False
-    return not task.required_affinity or any(t.matches(node.labels) for t in task.required_affinity)
+    terms = task.required_affinity
+    return not terms or any(t.match_expressions and t.matches(node.labels) for t in terms)
 
 
 def _taints_ok(task: Task, node: Node) -> bool:
@@ -142,10 +187,40 @@ def _taints_ok(task: Task, node: Node) -> bool:
     return all(any(tol.tolerates(*taint) for tol in task.tolerations) for taint in taints)
 
 
-def _device_ok(task: Task, device: GpuDevice) -> bool:
-    if not device.health or "nvidia" not in device.type.lower():
+def _device_pool(node: Node) -> list[int]:
+    """HAMi's device checks that depend on neither the pod nor what else runs (§3.3)."""
+    cordoned = {t.strip() for t in node.annotations.get(CORDON_ANNOTATION, "").split(",")}
+    return [
+        d
+        for d, dev in enumerate(node.gpus)
+        if dev.health and "NVIDIA" in dev.type.upper() and dev.id not in cordoned
+    ]
+
+
+def _takes_whole(group: Group, request: GpuRequest, node: Node, pool: list[int]) -> bool:
+    """Whether a container needs, on every device of the node's pool, the whole memory and
+    fits alone: then which devices it gets does not matter, only that they are free of other
+    shares, and the model counts whole devices instead of choosing them. Containers with a
+    device filter narrower than the pool, or a NUMA binding that can bite, are chosen per
+    device."""
+    devices = [node.gpus[d] for d in pool]
+    if group.numa_bind and request.nums > 1 and len({d.numa for d in devices}) > 1:
         return False
-    return task.gpu_filter is None or task.gpu_filter.allows(device)
+    return all(
+        d.count >= 1 and request.memory_on(d.memory) == d.memory and request.booked_cores <= d.cores
+        for d in devices
+    )
+
+
+def _devices_fit(group: Group, node: Node, usable: list[int]) -> bool:
+    """Enough usable devices for the widest container (on one NUMA node when bound)."""
+    widest = max(r.nums for r in group.gpus)
+    if not group.numa_bind:
+        return len(usable) >= widest
+    per_numa: dict[int, int] = {}
+    for d in usable:
+        per_numa[node.gpus[d].numa] = per_numa.get(node.gpus[d].numa, 0) + 1
+    return max(per_numa.values(), default=0) >= widest
 
 
 def compile_instance(instance: Instance, *, tdm_lookahead: bool = False) -> Compiled:
@@ -155,25 +230,30 @@ def compile_instance(instance: Instance, *, tdm_lookahead: bool = False) -> Comp
     nodes = list(instance.nodes)
     node_index = {n.name: i for i, n in enumerate(nodes)}
     priorities = sorted({j.priority for j in instance.jobs})
-    weights = {j.key: 1 + priorities.index(j.priority) for j in instance.jobs}
+    rank = {p: i for i, p in enumerate(priorities)}
+    weights = {j.key: 1 + rank[j.priority] for j in instance.jobs}
+    gpu_devices = [d for n in nodes for d in n.gpus]
+    largest = max((d.memory for d in gpu_devices), default=1) or 1
+    total_cpu = instance.total_allocatable.get("cpu")
+    cpu_per_gpu = total_cpu / len(gpu_devices) if gpu_devices and total_cpu else 1000
     resources: set[str] = set()
     groups: list[Group] = []
     running: list[RunningPod] = []
     job_groups: dict[str, list[int]] = {}
     job_running: dict[str, list[int]] = {}
     tdm = instance.tdm
-    actions = set(conf.actions)
-    evictions_on = bool(actions & {"preempt", "reclaim"})
+    pools = [_device_pool(n) for n in nodes]
+    evictions_on = bool(set(conf.actions) & {"preempt", "reclaim"})
     for job in instance.jobs:
         job_groups[job.key] = []
         job_running[job.key] = []
         protected = job.namespace == "kube-system" or job.priority_class in PROTECTED_CLASSES
         for task in job.tasks:
-            request = model_units(task.resources)
+            request = model_units(task.resources, round_up=True)
+            request_floor = model_units(task.resources, round_up=False)
             resources.update(request)
-            value = pod_value(instance, task)
+            value = pod_value(task, largest, cpu_per_gpu)
             pods = [p for p in job.pods if p.task == task.name]
-            pending = [p for p in pods if not p.running]
             for pod in pods:
                 if not pod.running:
                     continue
@@ -193,14 +273,22 @@ def compile_instance(instance: Instance, *, tdm_lookahead: bool = False) -> Comp
                 job_running[job.key].append(len(running))
                 running.append(
                     RunningPod(
-                        pod, job, task, node_index[node.name], request, held, evictable, value
+                        pod,
+                        job,
+                        task,
+                        node_index[node.name],
+                        request,
+                        request_floor,
+                        held,
+                        evictable,
+                        value,
                     )
                 )
+            pending = [p for p in pods if not p.running]
             if not pending:
                 continue
-            group = Group(
-                len(groups), job, task, pending, request, task.gpu[0] if task.gpu else None, value
-            )
+            numa_bind = bool(parse_go_bool(task.annotations.get(NUMA_BIND_ANNOTATION, "")))
+            group = Group(len(groups), job, task, pending, request, request_floor, value, numa_bind)
             revocable = pod_revocable_zone(task.annotations) == "*"
             for i, node in enumerate(nodes):
                 if not _selector_ok(task, node) or not _taints_ok(task, node):
@@ -216,23 +304,29 @@ def compile_instance(instance: Instance, *, tdm_lookahead: bool = False) -> Comp
                         )
                         if closes is not None and instance.now + job.duration > closes:
                             continue
-                if group.gpu is not None:
-                    usable = [d for d, dev in enumerate(node.gpus) if _device_ok(task, dev)]
-                    if len(usable) < group.gpu.nums:
+                if group.gpus:
+                    usable = [
+                        d
+                        for d in pools[i]
+                        if task.gpu_filter is None or task.gpu_filter.allows(node.gpus[d])
+                    ]
+                    if not _devices_fit(group, node, usable):
                         continue
                     group.devices[i] = usable
+                    group.whole[i] = [
+                        usable == pools[i] and _takes_whole(group, r, node, usable)
+                        for r in group.gpus
+                    ]
                 group.nodes.append(i)
             job_groups[job.key].append(group.index)
             groups.append(group)
     limits, deserved, guarantee, members, leaf_ok = _queues(instance)
     budget = {}
     for job in instance.jobs:
-        if any(k in job.annotations for k in (*MAX_UNAVAILABLE_KEYS, *MIN_AVAILABLE_KEYS)):
+        if any(job.annotations.get(k) for k in (*MAX_UNAVAILABLE_KEYS, *MIN_AVAILABLE_KEYS)):
             running_count = sum(1 for p in job.pods if p.running)
             budget[job.key] = max_evictable(job.annotations, job.replicas, running_count, 0)
-    if not evictions_on:
-        for r in running:
-            r.evictable = False
+    levels, domains = topology_levels(instance)
     return Compiled(
         instance=instance,
         nodes=nodes,
@@ -249,8 +343,11 @@ def compile_instance(instance: Instance, *, tdm_lookahead: bool = False) -> Comp
         queue_members=members,
         leaf_ok=leaf_ok,
         evictions_on=evictions_on,
-        topology_on=instance.scheduler.has("network-topology-aware"),
+        topology_on=conf.has("network-topology-aware"),
         eviction_budget=budget,
+        levels=levels,
+        domains=domains,
+        pool=pools,
     )
 
 
@@ -284,11 +381,11 @@ def _queues(
         attrs = (
             capacity_hierarchical(tree, total)
             if hierarchical
-            else capacity_flat(tree, total, with_jobs)
+            else capacity_flat(tree, total, [q for q in tree.names if q in with_jobs])
         )
         for q, a in attrs.items():
             if hierarchical or q in with_jobs:
-                limits[q] = model_units(a.real_capability)
+                limits[q] = model_units(a.real_capability, round_up=False)
     elif conf.has("proportion"):
         requests: dict[str, Resources] = {}
         for job in instance.jobs:
@@ -297,20 +394,21 @@ def _queues(
                 req = req + task.resources.scaled(task.replicas)
             requests[job.queue] = requests.get(job.queue, Resources()) + req
         queues = [tree.queue(q) for q in tree.names if q in with_jobs]
-        real = capacity_flat(tree, total, with_jobs)
+        real = capacity_flat(tree, total, [q.name for q in queues])
         deserved_p = proportion_deserved(
             queues, total, requests, {q: a.real_capability for q, a in real.items()}
         )
         for q, d in deserved_p.items():
-            limits[q] = model_units(d)
+            limits[q] = model_units(d, round_up=False)
         attrs = {
             q: QueueAttrs(d, real[q].capability, real[q].real_capability, real[q].guarantee)
             for q, d in deserved_p.items()
         }
-    deserved = {q: model_units(a.deserved) for q, a in attrs.items()}
-    if not attrs:
-        deserved = {q: model_units(tree.queue(q).deserved) for q in tree.names}
-    guarantee = {q: model_units(tree.queue(q).guarantee) for q in tree.names}
+    if attrs:
+        deserved = {q: model_units(a.deserved, round_up=True) for q, a in attrs.items()}
+    else:
+        deserved = {q: model_units(tree.queue(q).deserved, round_up=True) for q in tree.names}
+    guarantee = {q: model_units(tree.queue(q).guarantee, round_up=True) for q in tree.names}
     return limits, deserved, guarantee, members, leaf_ok
 
 

@@ -1,30 +1,32 @@
 """Build, hint, solve and read back the CP-SAT model of one instance.
 
 The greedy plan is both the complete hint of the first solve and the floor of the result: if
-CP-SAT does not find something at least as good on the staged objective in time (or stops in
-presolve with nothing, cpsat-practice B.6), the greedy plan is returned with the solver's
-status, so ``vcopt solve`` never answers worse than Volcano would.
+CP-SAT does not find something better on the staged objective in time (or stops in presolve
+with nothing, cpsat-practice B.6), the greedy plan is returned with the solver's status and
+"(greedy plan kept)", so ``vcopt solve`` never answers worse than Volcano would.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ortools.sat.python import cp_model
 
+from models.gpu import GpuDevice, GpuRequest
 from models.instance import Instance
 from models.workload import DeviceShare
 
 from ..plan import ADMITTED, PENDING, RUNNING, Eviction, JobDecision, Placement, Plan, SolverInfo
 from . import constraints
-from .data import Compiled, compile_instance
-from .objective import STAGES, StageValues, evaluate, stage_expressions
+from .data import Compiled, Group, compile_instance
+from .objective import STAGES, StageValues, evaluate, stage_expressions, stage_span
 from .params import SolveOptions, parameters
-from .variables import Variables
+from .variables import Expr, Values, Variables, value_of
 
 STAGE_SHARE = {"work": 0.4, "fairness": 0.2, "topology": 0.2, "packing": 0.2}
+INT64_HEADROOM = 2**62
 STATUS = {
     cp_model.OPTIMAL: "OPTIMAL",
     cp_model.FEASIBLE: "FEASIBLE",
@@ -32,19 +34,17 @@ STATUS = {
     cp_model.MODEL_INVALID: "MODEL_INVALID",
     cp_model.UNKNOWN: "UNKNOWN",
 }
+KEPT = "(greedy plan kept)"
 
 
 class _Progress(cp_model.CpSolverSolutionCallback):
     """Prints objective, bound, gap and time on stderr; kept tiny (cpsat-practice B.7)."""
 
-    def __init__(self, stage: str, quiet: bool) -> None:
+    def __init__(self, stage: str) -> None:
         super().__init__()
         self.stage = stage
-        self.quiet = quiet
 
     def on_solution_callback(self) -> None:
-        if self.quiet:
-            return
         obj, bound = self.objective_value, self.best_objective_bound
         gap = abs(bound - obj) / max(1.0, abs(obj))
         print(
@@ -54,8 +54,12 @@ class _Progress(cp_model.CpSolverSolutionCallback):
         )
 
 
+def active_stages(options: SolveOptions) -> list[str]:
+    return [s for s in STAGES if options.weights.get(s, 1) != 0]
+
+
 class CpsatModel:
-    """One instance compiled into a CP-SAT model with the four objective stages."""
+    """One instance compiled into a CP-SAT model with the objective stages the options keep."""
 
     def __init__(self, instance: Instance, options: SolveOptions) -> None:
         self.instance = instance
@@ -65,7 +69,9 @@ class CpsatModel:
         self.vars = Variables(self.model, self.data)
         for family in constraints.ALL:
             family(self.model, self.vars, self.data)
-        self.stages = stage_expressions(self.model, self.vars, self.data)
+        self.active = active_stages(options)
+        self.stages = stage_expressions(self.model, self.vars, self.data, self.active)
+        self.scales, self.dropped = _weighted_scales(self.data, options, self.active)
 
     @property
     def num_variables(self) -> int:
@@ -77,80 +83,102 @@ class CpsatModel:
 
     # -- hints -------------------------------------------------------------------------------
 
-    def hint_plan(self, plan: Plan) -> None:
-        """Hint every variable from ``plan`` (complete hints, cpsat-practice B.6)."""
-        values = self._values_of_plan(plan)
-        self.model.clear_hints()
-        for var in self.vars.all():
-            self.model.add_hint(var, values.get(var.index, 0))
+    def hint_plan(self, plan: Plan) -> dict[int, int]:
+        """Hint every variable from ``plan`` (complete hints, cpsat-practice B.6); returns the
+        hinted values by variable index."""
+        values = self.vars.complete(self._core_values(plan))
+        self._hint(values)
+        return values
 
-    def _values_of_plan(self, plan: Plan) -> dict[int, int]:
+    def _hint(self, values: Values) -> None:
+        self.model.clear_hints()
+        for i in range(self.num_variables):
+            self.model.add_hint(self.model.get_int_var_from_proto_index(i), values.get(i, 0))
+
+    def _core_values(self, plan: Plan) -> dict[int, int]:
         data, v = self.data, self.vars
         values: dict[int, int] = {}
         group_of = {p.key: g for g in data.groups for p in g.pods}
-        placed_nodes: dict[str, set[int]] = {}
+        admitted: set[str] = set()
+        open_devices: list[tuple[Group, int]] = []
         for p in plan.placements:
             g = group_of.get(p.pod)
-            if g is None:
-                continue
             n = data.node_index(p.node)
-            var = v.count.get((g.index, n))
-            if var is None:
+            if g is None or (g.index, n) not in v.count:
                 continue
-            values[var.index] = values.get(var.index, 0) + 1
-            placed_nodes.setdefault(g.job.key, set()).add(n)
-            dev_index = {d.id: i for i, d in enumerate(data.nodes[n].gpus)}
-            for share in p.gpus or ():
-                y = v.on_device.get((g.index, n, dev_index.get(share.id, -1)))
-                if y is not None:
-                    values[y.index] = values.get(y.index, 0) + 1
-            if p.gpus:
-                for share in p.gpus:
-                    d = dev_index.get(share.id)
-                    if d is None:
-                        continue
-                    if (n, d) in v.opened_device:
-                        values[v.opened_device[n, d].index] = 1
-                    if g.gpu is not None and g.gpu.booked_cores >= 100 and (n, d) in v.exclusive:
-                        values[v.exclusive[n, d].index] = 1
-                    if g.gpu is not None and g.gpu.booked_cores == 0 and (n, d) in v.zero_core:
-                        values[v.zero_core[n, d].index] = 1
-            if n in v.opened_node:
-                values[v.opened_node[n].index] = 1
+            _bump(values, v.count[g.index, n])
+            admitted.add(g.job.key)
+            if not g.gpus:
+                continue
+            if p.gpus is None:
+                open_devices.append((g, n))
+                continue
+            self._hint_devices(values, g, n, _device_indices(data.nodes[n].gpus, p.gpus))
+        for (g, n), flat in zip(open_devices, self._open_devices(plan, open_devices), strict=True):
+            self._hint_devices(values, g, n, flat)
         for job, var in v.admit.items():
-            values[var.index] = 1 if job in placed_nodes else 0
+            values[var.index] = int(job in admitted)
         evicted = {e.pod for e in plan.evictions}
         for i, var in v.evict.items():
-            values[var.index] = 1 if data.running[i].pod.key in evicted else 0
-        for (n, d), var in v.zero_core.items():
-            if any(c == 0 and dd == d for r in data.running if r.node == n for dd, _, c in r.gpus):
-                values[var.index] = 1
-        self._hint_topology(plan, values)
+            values[var.index] = int(data.running[i].pod.key in evicted)
         return values
 
-    def _hint_topology(self, plan: Plan, values: dict[int, int]) -> None:
-        data, v = self.data, self.vars
-        bound = plan.bound_pods(self.instance)
-        nodes_of: dict[str, set[int]] = {}
-        for key, b in bound.items():
-            job = self.instance.pod_by_key[key].job
-            nodes_of.setdefault(job, set()).add(data.node_index(b.node))
-        levels, domains = v.levels
-        for (job, level), var in v.within.items():
-            names = {domains[level][n] for n in nodes_of.get(job, set())}
-            inside = len(names) <= 1
-            values[var.index] = int(inside)
-            if inside and names:
-                name = names.pop()
-                if (job, level, name) in v.domain:
-                    values[v.domain[job, level, name].index] = 1
-            elif inside:
-                first = next((k for k in v.domain if k[0] == job and k[1] == level), None)
-                if first is not None:
-                    values[v.domain[first].index] = 1
-        del levels
+    def _hint_devices(self, values: dict[int, int], g: Group, n: int, flat: list[int]) -> None:
+        """Count one pod's container devices (``flat``, in container order) into the hint."""
+        start = 0
+        devices = self.data.nodes[n].gpus
+        for c, request in enumerate(g.gpus):
+            chosen = flat[start : start + request.nums]
+            start += request.nums
+            for d in chosen:
+                var = self.vars.on_device.get((g.index, c, n, d))
+                if var is not None:
+                    _bump(values, var)
+            numas = {devices[d].numa for d in chosen}
+            if len(numas) == 1:
+                var = self.vars.on_numa.get((g.index, c, n, numas.pop()))
+                if var is not None:
+                    _bump(values, var)
+
+    def _open_devices(self, plan: Plan, placements: list[tuple[Group, int]]) -> list[list[int]]:
+        """Devices for placements that left them open (a greedy run without deviceshare): per
+        container, the first allowed devices with room beside what the plan books there."""
+        nodes = {n for _, n in placements}
+        usage: dict[tuple[int, str], list[int]] = {}
+        for b in plan.bound_pods(self.instance).values():
+            n = self.data.node_index(b.node)
+            if n in nodes:
+                for share in b.gpus or ():
+                    used = usage.setdefault((n, share.id), [0, 0, 0])
+                    used[0] += 1
+                    used[1] += share.memory
+                    used[2] += share.cores
+        out = []
+        for g, n in placements:
+            devices = self.data.nodes[n].gpus
+            flat: list[int] = []
+            for request in g.gpus:
+                chosen: list[int] = []
+                for d in g.devices[n]:
+                    used = usage.setdefault((n, devices[d].id), [0, 0, 0])
+                    if len(chosen) < request.nums and _room(devices[d], used, request):
+                        chosen.append(d)
+                for d in chosen:
+                    used = usage[n, devices[d].id]
+                    used[0] += 1
+                    used[1] += request.memory_on(devices[d].memory)
+                    used[2] += request.booked_cores
+                flat += chosen
+            out.append(flat)
+        return out
 
     # -- solving -------------------------------------------------------------------------------
+
+    def objectives(self) -> list[tuple[str, Expr]]:
+        """What each sequential solve maximises."""
+        if self.options.objective == "weighted":
+            return [("weighted", sum(self.scales[s] * self.stages[s] for s in self.scales))]
+        return [(s, self.stages[s]) for s in self.active]
 
     def solve(self, greedy: Plan) -> Plan:
         """Staged solve, hinted with and floored by ``greedy``."""
@@ -158,99 +186,112 @@ class CpsatModel:
         options = self.options
         greedy_values = evaluate(self.data, greedy)
         self.hint_plan(greedy)
-        weights = {s: options.weights.get(s, 1) for s in STAGES}
-        active = [s for s in STAGES if weights[s] != 0]
         solver = cp_model.CpSolver()
-        best: dict[int, int] | None = None
+        best: list[int] | None = None
         statuses: dict[str, str] = {}
-        bounds: dict[str, float] = {}
-        if options.objective == "weighted":
-            plan_stages = [("weighted", _weighted(self.stages, weights, active, self.data))]
-        else:
-            plan_stages = [(s, self.stages[s]) for s in active]
+        first_bound: float | None = None
+        first_objective: float | None = None
+        objectives = self.objectives()
         remaining = options.time_limit
-        for position, (name, expr) in enumerate(plan_stages):
-            later = sum(STAGE_SHARE.get(s, 1.0) for s, _ in plan_stages[position:])
-            budget = remaining * (STAGE_SHARE.get(name, 1.0) / later) if later else remaining
+        for position, (name, expr) in enumerate(objectives):
+            later = sum(STAGE_SHARE.get(s, 1.0) for s, _ in objectives[position:])
+            share = STAGE_SHARE.get(name, 1.0) / later
+            if options.deterministic:
+                total = sum(STAGE_SHARE.get(s, 1.0) for s, _ in objectives)
+                budget = options.time_limit * STAGE_SHARE.get(name, 1.0) / total
+            else:
+                budget = remaining * share
             self.model.maximize(expr)
             parameters(solver, options, budget, self.num_variables)
             tick = time.perf_counter()
-            status = solver.solve(self.model, _Progress(name, options.quiet))
+            callback = None if options.quiet else _Progress(name)
+            status = solver.solve(self.model, callback)
             remaining = max(0.0, remaining - (time.perf_counter() - tick))
             statuses[name] = STATUS.get(status, str(status))
             if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 break
-            bounds[name] = solver.best_objective_bound
-            best = {var.index: solver.value(var) for var in self.vars.all()}
-            value = round(solver.objective_value)
-            if position + 1 < len(plan_stages):
-                self.model.add(expr >= value)
-                self.model.clear_hints()
-                for var in self.vars.all():
-                    self.model.add_hint(var, best[var.index])
+            best = list(solver.response_proto.solution)
+            values = dict(enumerate(best))
+            if position == 0:
+                first_bound = solver.best_objective_bound
+                first_objective = solver.objective_value
+            if position + 1 < len(objectives):
+                self.model.add(expr >= value_of(expr, values))
+                core = {var.index: values[var.index] for var in self.vars.core()}
+                self._hint(self.vars.complete(core))
         wall = time.perf_counter() - started
-        first = plan_stages[0][0]
+        first = objectives[0][0] if objectives else ""
         status = statuses.get(first, "UNKNOWN")
         if best is None:
             return self._fallback(
-                greedy, greedy_values, f"{status}: no CP-SAT solution in time", wall, statuses
+                greedy, greedy_values, status, "no CP-SAT solution", wall, statuses
             )
-        plan = self._plan_from(best)
-        values = evaluate(self.data, plan)
-        if values.as_tuple() < greedy_values.as_tuple():
+        values = dict(enumerate(best))
+        plan = self._plan_from(values)
+        plan_values = evaluate(self.data, plan)
+        if self._score(plan_values) <= self._score(greedy_values):
             return self._fallback(
-                greedy,
-                greedy_values,
-                f"{status}: CP-SAT plan not better than greedy",
-                wall,
-                statuses,
+                greedy, greedy_values, status, "CP-SAT plan not better than greedy", wall, statuses
             )
-        all_optimal = all(s == "OPTIMAL" for s in statuses.values()) and len(statuses) == len(
-            plan_stages
+        all_optimal = len(statuses) == len(objectives) and all(
+            s == "OPTIMAL" for s in statuses.values()
         )
-        objective = (
-            values.as_dict()[first] if first in values.as_dict() else float(solver.objective_value)
-        )
-        bound = bounds.get(first)
-        gap = abs(bound - objective) / max(1.0, abs(objective)) if bound is not None else None
+        gap = None
+        if first_bound is not None and first_objective is not None:
+            gap = round(abs(first_bound - first_objective) / max(1.0, abs(first_objective)), 6)
         info = SolverInfo(
             status="OPTIMAL" if all_optimal else "FEASIBLE",
             wall_seconds=round(wall, 3),
-            objective=objective,
-            bound=bound,
-            gap=round(gap, 6) if gap is not None else None,
+            objective=first_objective,
+            bound=first_bound,
+            gap=gap,
             workers=options.workers,
-            stages={k: float(x) for k, x in values.as_dict().items()},
+            stages={s: float(value_of(self.stages[s], values)) for s in self.active},
             variables=self.num_variables,
             constraints=self.num_constraints,
-            message=", ".join(f"{k} {s}" for k, s in statuses.items()),
+            message=self._message(statuses),
         )
         return plan.replace(solver=info)
+
+    def _score(self, values: StageValues) -> tuple[int, ...]:
+        """What "better" means for the chosen objective: the active stages in order, or the
+        weighted sum."""
+        if self.options.objective == "weighted":
+            return (sum(self.scales[s] * getattr(values, s) for s in self.scales),)
+        return values.as_tuple(self.active)
+
+    def _message(self, statuses: Mapping[str, str], reason: str = "") -> str:
+        parts = [f"{k} {s}" for k, s in statuses.items()]
+        if self.dropped:
+            parts.append(f"stages {', '.join(self.dropped)} left out of the weighted sum (int64)")
+        if reason:
+            parts.append(reason)
+        return ", ".join(parts)
 
     def _fallback(
         self,
         greedy: Plan,
         values: StageValues,
-        message: str,
+        status: str,
+        reason: str,
         wall: float,
         statuses: Mapping[str, str],
     ) -> Plan:
-        status = next(iter(statuses.values()), "UNKNOWN")
         info = SolverInfo(
-            status=f"{status} (greedy plan kept)",
+            status=f"{status} {KEPT}",
             wall_seconds=round(wall, 3),
-            objective=float(values.work),
+            objective=float(self._score(values)[0]) if self._score(values) else None,
             workers=self.options.workers,
             stages={k: float(x) for k, x in values.as_dict().items()},
             variables=self.num_variables,
             constraints=self.num_constraints,
-            message=message,
+            message=self._message(statuses, reason),
         )
         return greedy.replace(engine="cpsat", solver=info)
 
     # -- reading the solution ------------------------------------------------------------------
 
-    def _plan_from(self, values: Mapping[int, int]) -> Plan:
+    def _plan_from(self, values: Values) -> Plan:
         data, v = self.data, self.vars
         placements: list[Placement] = []
         for g in data.groups:
@@ -260,39 +301,25 @@ class CpsatModel:
                 if not count:
                     continue
                 node = data.nodes[n]
-                remaining = {
-                    d: values[v.on_device[g.index, n, d].index] for d in g.devices.get(n, [])
-                }
-                for _ in range(count):
-                    pod = next(pods)
-                    gpus = None
-                    if g.gpu is not None:
-                        # Take the devices with the most remaining uses: with per-device counts
-                        # ≤ pods and a total of nums × pods this always yields distinct devices.
-                        chosen = sorted(remaining, key=lambda d: (-remaining[d], d))[: g.gpu.nums]
-                        gpus = []
-                        for d in chosen:
-                            remaining[d] -= 1
+                per_container = [self._split(values, g, c, n, count) for c in range(len(g.gpus))]
+                for p in range(count):
+                    shares: list[DeviceShare] = []
+                    for c, request in enumerate(g.gpus):
+                        for d in per_container[c][p]:
                             dev = node.gpus[d]
-                            gpus.append(
-                                DeviceShare(dev.id, g.gpu.memory_on(dev.memory), g.gpu.booked_cores)
+                            shares.append(
+                                DeviceShare(
+                                    dev.id, request.memory_on(dev.memory), request.booked_cores
+                                )
                             )
-                        gpus = tuple(gpus)
-                    placements.append(
-                        Placement(pod.key, node.name, gpus if g.gpu is not None else None)
-                    )
+                    placements.append(Placement(next(pods).key, node.name, tuple(shares)))
         evictions = []
         for i, var in v.evict.items():
             if values[var.index]:
                 r = data.running[i]
-                reason = "reclaim"
-                if "preempt" in data.instance.scheduler.actions and any(
-                    values.get(v.admit[j.key].index, 0)
-                    for j in data.jobs
-                    if j.queue == r.job.queue and j.key in v.admit and j.priority > r.job.priority
-                ):
-                    reason = "preempt"
-                evictions.append(Eviction(r.pod.key, data.nodes[r.node].name, reason))
+                evictions.append(
+                    Eviction(r.pod.key, data.nodes[r.node].name, self._reason(values, i))
+                )
         plan = Plan(
             instance=self.instance.name,
             engine="cpsat",
@@ -302,20 +329,60 @@ class CpsatModel:
         )
         return plan.replace(jobs=self._decisions(plan, values))
 
-    def _decisions(self, plan: Plan, values: Mapping[int, int]) -> tuple[JobDecision, ...]:
+    def _split(self, values: Values, g: Group, c: int, n: int, count: int) -> list[list[int]]:
+        """The devices of container ``c`` for each of the ``count`` pods on node ``n``.
+
+        Each pod takes the ``nums`` devices with the most uses left: with per-device counts ≤
+        the pods and a total of nums × pods this always yields distinct devices. A NUMA-bound
+        container is split per NUMA node first.
+        """
+        nums = g.gpus[c].nums
+        remaining = {d: values[self.vars.on_device[g.index, c, n, d].index] for d in g.devices[n]}
+        numas = self.vars.numa_nodes(g.index, c, n)
+        if numas:
+            gpus = self.data.nodes[n].gpus
+            parts = [
+                (
+                    values[self.vars.on_numa[g.index, c, n, k].index],
+                    {d: r for d, r in remaining.items() if gpus[d].numa == k},
+                )
+                for k in numas
+            ]
+        else:
+            parts = [(count, remaining)]
+        out: list[list[int]] = []
+        for pods, left in parts:
+            for _ in range(pods):
+                chosen = sorted(left, key=lambda d: (-left[d], d))[:nums]
+                for d in chosen:
+                    left[d] -= 1
+                out.append(chosen)
+        return out
+
+    def _reason(self, values: Values, i: int) -> str:
+        r = self.data.running[i]
+        if "preempt" in self.instance.scheduler.actions and any(
+            values[self.vars.admit[j.key].index]
+            for j in self.data.jobs
+            if j.queue == r.job.queue and j.key in self.vars.admit and j.priority > r.job.priority
+        ):
+            return "preempt"
+        return "reclaim"
+
+    def _decisions(self, plan: Plan, values: Values) -> tuple[JobDecision, ...]:
         data, v = self.data, self.vars
-        bound = plan.bound_pods(self.instance)
         topology = self.instance.topology
+        nodes_of: dict[str, list[str]] = {}
+        for key, b in plan.bound_pods(self.instance).items():
+            nodes_of.setdefault(self.instance.pod_by_key[key].job, []).append(b.node)
         out = []
         for job in data.jobs:
-            nodes = {b.node for k, b in bound.items() if self.instance.pod_by_key[k].job == job.key}
-            pods = sum(1 for k in bound if self.instance.pod_by_key[k].job == job.key)
-            tier = topology.lca_tier(nodes) if pods > 1 else None
-            hypernode = topology.lowest_common(nodes) if pods > 1 else None
-            admitted = job.key in v.admit and values[v.admit[job.key].index]
-            if admitted:
+            nodes = nodes_of.get(job.key, [])
+            tier = topology.lca_tier(nodes) if len(nodes) > 1 else None
+            hypernode = topology.lowest_common(nodes) if len(nodes) > 1 else None
+            if job.key in v.admit and values[v.admit[job.key].index]:
                 out.append(JobDecision(job.key, ADMITTED, "", hypernode, tier))
-            elif pods:
+            elif nodes:
                 out.append(JobDecision(job.key, RUNNING, "", hypernode, tier))
             else:
                 out.append(JobDecision(job.key, PENDING, self._pending_reason(job.key)))
@@ -330,26 +397,43 @@ class CpsatModel:
         )
 
 
-def _weighted(
-    stages: Mapping[str, cp_model.LinearExprT],
-    weights: Mapping[str, int],
-    active: list[str],
-    data: Compiled,
-) -> cp_model.LinearExprT:
-    """One weighted sum; default weights make each stage dominate the next (bounded below
-    int64 by scaling the lower stages down when an instance is large)."""
-    scale = {"packing": 1}
-    packing_span = (
-        100 * len(data.running) + sum(len(n.gpus) for n in data.nodes) + len(data.nodes) + 1
+def _bump(values: dict[int, int], var: cp_model.IntVar) -> None:
+    values[var.index] = values.get(var.index, 0) + 1
+
+
+def _device_indices(devices: Sequence[GpuDevice], shares: Sequence[DeviceShare]) -> list[int]:
+    index = {d.id: i for i, d in enumerate(devices)}
+    return [index[s.id] for s in shares if s.id in index]
+
+
+def _room(device: GpuDevice, used: Sequence[int], request: GpuRequest) -> bool:
+    slots, memory, cores = used
+    return (
+        slots < device.count
+        and memory + request.memory_on(device.memory) <= device.memory
+        and cores + request.booked_cores <= device.cores
     )
-    scale["topology"] = packing_span
-    topology_span = 8 * max(1, len(data.jobs)) + 1
-    scale["fairness"] = scale["topology"] * topology_span
-    fairness_span = 10001 * 1001 * max(1, len({j.queue for j in data.jobs}) * 4) + 1
-    scale["work"] = scale["fairness"] * fairness_span
-    if scale["work"] > 2**40:
-        scale = {"work": 2**20, "fairness": 2**10, "topology": 2**4, "packing": 1}
-    return sum(weights[s] * scale[s] * stages[s] for s in active)
+
+
+def _weighted_scales(
+    data: Compiled, options: SolveOptions, active: list[str]
+) -> tuple[dict[str, int], list[str]]:
+    """Per-stage multipliers of the weighted objective: each stage's scale exceeds the whole
+    span of the stages after it, so the sum is lexicographic (times the user's weights). Stages
+    are dropped from the end while the sum would not fit in int64."""
+    if options.objective != "weighted":
+        return {}, []
+    kept = list(active)
+    while kept:
+        scales: dict[str, int] = {}
+        scale = 1
+        for stage in reversed(kept):
+            scales[stage] = scale * options.weights.get(stage, 1)
+            scale *= stage_span(data, stage) * options.weights.get(stage, 1) + 1
+        if scale < INT64_HEADROOM:
+            return {s: scales[s] for s in kept}, [s for s in active if s not in kept]
+        kept.pop()
+    return {}, list(active)
 
 
 def solve(instance: Instance, options: SolveOptions, greedy: Plan) -> Plan:

@@ -146,12 +146,17 @@ class JobInfo:
     hard_tier: int | None = None
     """Effective hard-topology limit after ``adjustNetworkTopologySpec`` (soft → top tier);
     None for jobs that take the plain path."""
+    subjob_hypernode: str = ""
+    """The default subjob's ``AllocatedHyperNode``: LCA of the HyperNodes its placements were
+    chosen in (lower than the job's when a tier-k candidate placed the job in a descendant)."""
     running_lca: str = ""
     """``task.JobAllocatedHyperNode`` during one task loop: LCA of what it placed so far."""
     fit_errors: dict[str, str] = field(default_factory=dict)
     """Per task uid, why it could not be placed (for pending reasons)."""
     role_fit_failed: set[str] = field(default_factory=set)
     reason: str = ""
+    topology_reason: str = ""
+    """Why the hard-topology search found no HyperNode (the tiers it tried), for reasons."""
 
     @property
     def name(self) -> str:

@@ -3,6 +3,11 @@
 This is the answer to "what would Volcano do with this snapshot?": the configured actions in
 their order, the configured plugins in their tiers, random ties broken by a seeded generator so
 that the same seed always gives the same plan.
+
+A pod is a placement only if the cycle bound it (its statement was committed). A pod the cycle
+placed without binding — pipelined onto resources still being released, or allocated by a gang
+that only reached "pipelined" (§9.1) — holds its node for the rest of the cycle and is listed
+under ``pipelined``.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ import time
 from collections.abc import Callable
 
 from models.instance import Instance
+from models.workload import PENDING as PHASE_PENDING
 
 from ..plan import (
     ADMITTED,
@@ -24,7 +30,7 @@ from ..plan import (
     SolverInfo,
 )
 from .actions import allocate, backfill, enqueue, preempt, reclaim
-from .api import JobInfo, Status
+from .api import JobInfo, Status, TaskInfo
 from .plugins import REGISTRY
 from .session import Session
 
@@ -36,16 +42,33 @@ ACTIONS: dict[str, Callable[[Session], None]] = {
     "reclaim": reclaim.execute,
 }
 
+HELD = frozenset({Status.PIPELINED, Status.ALLOCATED})
+"""Statuses of pods placed in the session but not bound: a commit turns Allocated into Binding."""
+BOUND = frozenset({Status.BINDING, Status.BOUND, Status.RUNNING})
+"""Pods on a node after the cycle: bound by it, or running before it (and not evicted)."""
+ROLE_SKIPPED = "already failed in this job"
 
-def run_session(instance: Instance, seed: int = 0) -> Session:
-    """Open a session, run the configured actions in order, close it."""
+
+def open_session(instance: Instance, seed: int = 0) -> Session:
+    """``OpenSession``: the snapshot with every configured plugin's hooks registered."""
     ssn = Session(instance, seed)
     ssn.open(REGISTRY)
-    for action in instance.scheduler.actions:
+    return ssn
+
+
+def run_actions(ssn: Session) -> None:
+    """The configured actions in order, then ``CloseSession``."""
+    for action in ssn.conf.actions:
         execute = ACTIONS.get(action)
         if execute is not None:
             execute(ssn)
     ssn.close()
+
+
+def run_session(instance: Instance, seed: int = 0) -> Session:
+    """Open a session, run the configured actions in order, close it."""
+    ssn = open_session(instance, seed)
+    run_actions(ssn)
     return ssn
 
 
@@ -53,66 +76,91 @@ def solve(instance: Instance, seed: int = 0) -> Plan:
     """The greedy plan for ``instance``."""
     started = time.perf_counter()
     ssn = run_session(instance, seed)
+    return to_plan(ssn, time.perf_counter() - started)
+
+
+def to_plan(ssn: Session, wall_seconds: float = 0.0) -> Plan:
+    """The decisions of a finished session as a plan."""
     placements = tuple(
         Placement(
             t.uid, t.node, t.gpus if t.gpus is not None else (() if not t.gpu_requests else None)
         )
         for t in ssn.records.binds
     )
-    pipelined = tuple(Pipelined(t.uid, t.node) for t in ssn.tasks() if t.status is Status.PIPELINED)
+    pipelined = tuple(Pipelined(t.uid, t.node) for t in ssn.tasks() if t.status in HELD)
     evictions = tuple(Eviction(t.uid, t.node, t.evict_reason) for t in ssn.records.evictions)
     bound = {t.uid for t in ssn.records.binds}
     jobs = tuple(_decision(ssn, job, bound) for job in ssn.jobs.values())
-    wall = time.perf_counter() - started
     return Plan(
-        instance=instance.name,
+        instance=ssn.instance.name,
         engine="greedy",
-        seed=seed,
+        seed=ssn.seed,
         placements=placements,
         evictions=evictions,
         pipelined=pipelined,
         jobs=jobs,
-        solver=SolverInfo(status="HEURISTIC", wall_seconds=round(wall, 4)),
+        solver=SolverInfo(status="HEURISTIC", wall_seconds=round(wall_seconds, 4)),
     )
 
 
 def _decision(ssn: Session, job: JobInfo, bound: set[str]) -> JobDecision:
-    new = [t for t in job.tasks.values() if t.uid in bound]
-    holding = [t for t in job.tasks.values() if t.node and t.status is not Status.PIPELINED]
+    """Admitted (bound pods this cycle), running (holds pods from before) or pending.
+
+    The HyperNode and LCA tier describe where the job's pods are after the cycle: the lowest
+    HyperNode holding them all and its tier (0 when they share a node). They are given for
+    every job with more than one pod there, and for every network-topology job that has any.
+    """
+    holding = [t for t in job.tasks.values() if t.status in BOUND]
     nodes = {t.node for t in holding}
-    hypernode = ssn.hypernode_decisions.get(job.uid)
-    tier = ssn.topology.lca_tier(nodes) if len(holding) > 1 and nodes else None
-    if new:
+    hypernode, tier = None, None
+    if nodes and (len(holding) > 1 or job.has_topology):
+        hypernode = ssn.topology.lowest_common(nodes)
+        tier = ssn.topology.lca_tier(nodes)
+    if any(t.uid in bound for t in holding):
         return JobDecision(job.uid, ADMITTED, "", hypernode, tier)
     if holding:
-        return JobDecision(
-            job.uid, RUNNING, _reason(ssn, job) if _has_pending(job) else "", hypernode, tier
-        )
+        reason = _reason(ssn, job) if _has_pending(job) else ""
+        return JobDecision(job.uid, RUNNING, reason, hypernode, tier)
     return JobDecision(job.uid, PENDING, _reason(ssn, job))
 
 
 def _has_pending(job: JobInfo) -> bool:
-    return any(t.status in (Status.PENDING, Status.PIPELINED) for t in job.tasks.values())
+    return any(t.status is Status.PENDING or t.status in HELD for t in job.tasks.values())
 
 
 def _reason(ssn: Session, job: JobInfo) -> str:
-    """A pending reason in the spirit of Volcano's fit errors, but specific."""
+    """Why the job (or the rest of it) did not start, most specific cause first.
+
+    The action that stopped it (enqueue, validity, an overused queue) or the gang summary,
+    then the HyperNode tiers the topology search tried, the pods held without being bound, and
+    up to three distinct task fit errors (queue limits and per-node predicate counts).
+    """
     parts = []
-    if job.phase == "Pending" and "enqueue" in ssn.conf.actions:
-        parts.append(job.reason or "not enqueued")
-    elif job.reason:
+    if job.reason:
         parts.append(job.reason)
-    waiting = [t for t in job.tasks.values() if t.status is Status.PIPELINED]
-    if waiting:
-        parts.append(f"{len(waiting)} pod(s) pipelined, waiting for resources to be released")
-    if job.hard_tier is not None and not any(
-        t.status is Status.BINDING for t in job.tasks.values()
-    ):
-        parts.append(f"no HyperNode of tier ≤ {job.hard_tier} could hold the gang")
-    errors = list(dict.fromkeys(job.fit_errors.values()))
+    elif job.phase in (PHASE_PENDING, "") and "enqueue" in ssn.conf.actions:
+        parts.append("not enqueued")
+    if job.topology_reason:
+        parts.append(job.topology_reason)
+    held = [t for t in job.tasks.values() if t.status in HELD]
+    if held:
+        parts.append(_held_note(ssn, job, held))
+    errors = sorted(dict.fromkeys(job.fit_errors.values()), key=lambda e: ROLE_SKIPPED in e)
     if errors:
         parts.append("; ".join(errors[:3]))
-    ready = job.ready_task_num
     if not parts:
-        parts.append(f"{job.min_available - ready}/{job.min_available} tasks in gang unschedulable")
+        missing = job.min_available - job.ready_task_num
+        parts.append(f"{missing}/{job.min_available} tasks in gang unschedulable")
     return "; ".join(parts)
+
+
+def _held_note(ssn: Session, job: JobInfo, held: list[TaskInfo]) -> str:
+    waiting = sum(1 for t in held if t.status is Status.PIPELINED)
+    if ssn.job_ready(job):
+        return f"{waiting} pod(s) pipelined, waiting for resources being released"
+    if not waiting:
+        return f"{len(held)} pod(s) held in this cycle but not bound: the gang is not ready"
+    return (
+        f"{len(held)} pod(s) held in this cycle but not bound: the gang reached minAvailable "
+        f"only with {waiting} pod(s) pipelined on resources being released"
+    )

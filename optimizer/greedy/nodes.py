@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .api import NodeInfo, TaskInfo, vle
+from .devices import PLUGIN as DEVICE_PLUGIN
 from .devices import DeviceFit, fit
 from .session import UNRESOLVABLE, UNSCHEDULABLE, FitFailure, Session
 
@@ -26,6 +27,9 @@ def nodes_to_find(total: int) -> int:
     return max(MIN_FEASIBLE_NODES, total * percentage // 100)
 
 
+DEVICE_SHORTAGE = "node(s) without the free GPU devices requested"
+
+
 @dataclass
 class FitReport:
     """Why nodes failed, aggregated for a pending reason (like Volcano's FitErrors)."""
@@ -33,11 +37,22 @@ class FitReport:
     failures: dict[str, FitFailure] = field(default_factory=dict)
 
     def summary(self, total: int) -> str:
+        """``0/N nodes are available: <count> <reason>, …``, most frequent first.
+
+        Device-fit messages name their node and its free devices, so they are counted under
+        one heading, with the first one as an example.
+        """
         counts: dict[str, int] = {}
+        example = ""
         for failure in self.failures.values():
-            counts[failure.reason] = counts.get(failure.reason, 0) + 1
+            reason = failure.reason
+            if failure.plugin == DEVICE_PLUGIN:
+                example = example or reason
+                reason = DEVICE_SHORTAGE
+            counts[reason] = counts.get(reason, 0) + 1
         parts = [
-            f"{n} {reason}" for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+            f"{n} {reason}" + (f" (e.g. {example})" if reason == DEVICE_SHORTAGE else "")
+            for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
         ]
         return (
             f"0/{total} nodes are available: " + ", ".join(parts) if parts else f"0/{total} nodes"
@@ -58,7 +73,7 @@ def device_fit(ssn: Session, task: TaskInfo, node: NodeInfo) -> DeviceFit | FitF
     if not task.gpu_requests:
         return None
     if not node.gpus:
-        return FitFailure(UNSCHEDULABLE, "no GPU devices", "deviceshare")
+        return FitFailure(UNSCHEDULABLE, f"{node.name}: no GPU devices", DEVICE_PLUGIN)
     return fit(task, node, ssn.device_policy)
 
 
@@ -83,16 +98,19 @@ def predicate_nodes(
 ) -> list[NodeInfo]:
     """``PredicateNodes``: scan from the global rotating offset, stop after K feasible nodes.
 
-    Volcano scans with 16 parallel workers, so which K nodes it finds in a large cluster
-    depends on timing; vcopt scans sequentially from the same offset (a deterministic stand-in,
-    see docs/FIDELITY.md). ``role_cache`` holds nodes that already failed for a task of the same
-    job and role within this placement call (the predicate helper's error cache).
+    The offset is taken modulo the size of the node set being scanned and advanced by the nodes
+    checked, whatever that set is (all nodes, one HyperNode's, a nominated node), as Volcano's
+    ``lastProcessedNodeIndex`` is. Volcano scans with 16 parallel workers, so which K nodes it
+    finds in a large cluster depends on timing; vcopt scans sequentially from the same offset (a
+    deterministic stand-in, see docs/FIDELITY.md). ``role_cache`` holds nodes that already
+    failed for a task of the same job and role within this placement call (the predicate
+    helper's error cache).
     """
     total = len(nodes)
     if total == 0:
         return []
     want = nodes_to_find(total)
-    start = ssn.last_processed_node % total if total > MIN_FEASIBLE_NODES else 0
+    start = ssn.last_processed_node % total
     feasible: list[NodeInfo] = []
     processed = 0
     for k in range(total):
@@ -108,8 +126,7 @@ def predicate_nodes(
             report.failures[node.name] = failure
             if role_cache is not None and task.role:
                 role_cache[node.name] = failure
-    if total > MIN_FEASIBLE_NODES:
-        ssn.last_processed_node = (start + processed) % total
+    ssn.last_processed_node = (start + processed) % total
     return feasible
 
 

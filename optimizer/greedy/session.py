@@ -133,6 +133,7 @@ class Session:
     def __init__(self, instance: Instance, seed: int = 0) -> None:
         self.instance = instance
         self.conf = instance.scheduler
+        self.seed = seed
         self.rng = random.Random(seed)
         self.topology = instance.topology
         self.queue_tree = instance.queue_tree
@@ -251,6 +252,7 @@ class Session:
             placed = {t.node for t in tasks.values() if t.node}
             if placed:
                 info.allocated_hypernode = self.topology.lowest_common(placed) or ""
+                info.subjob_hypernode = info.allocated_hypernode
         return info
 
     # -- plugins -----------------------------------------------------------------------------
@@ -434,6 +436,15 @@ class Session:
 
     def job_enqueueable(self, job: JobInfo) -> bool:
         return self._vote("job_enqueueable", job)
+
+    def enqueue_rejecters(self, job: JobInfo) -> list[str]:
+        """The enabled plugins whose JobEnqueueable votes Reject for ``job`` (for reasons)."""
+        flag = HOOK_FLAGS["job_enqueueable"]
+        return [
+            plugin
+            for plugin, fn in self._hooks["job_enqueueable"]
+            if (flag is None or self._options[plugin].enabled(flag)) and fn(job) < 0
+        ]
 
     def job_enqueued(self, job: JobInfo) -> None:
         for fn in self._fns("job_enqueued"):

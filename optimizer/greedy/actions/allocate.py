@@ -72,18 +72,24 @@ def execute(ssn: Session) -> None:
 
     while not queues.empty():
         queue = queues.pop()
-        if ssn.overused(queue):
-            continue
         heap = jobs_by_queue[queue.uid]
+        if ssn.overused(queue):
+            # Volcano quirk (§9.3): an overused queue is dropped for the rest of the action.
+            for job in heap.items():
+                job.reason = job.reason or (
+                    f"queue {queue.name} is overused (allocated ≥ deserved), "
+                    "so allocate skipped it for the rest of the cycle"
+                )
+            continue
         if heap.empty():
             continue
         job = heap.pop()
         sheet = sheets[job.uid]
         if job.hard_tier is not None:
-            stmt, sheet = allocate_for_job(ssn, job, sheet)
+            stmt, sheet, hypernode = allocate_for_job(ssn, job, sheet)
             sheets[job.uid] = sheet
             if stmt is not None and ssn.job_ready(job):
-                record_hypernode(ssn, job)
+                record_hypernode(ssn, job, hypernode)
                 stmt.commit()
                 if not sheet.empty():
                     heap.push(job)
@@ -93,17 +99,17 @@ def execute(ssn: Session) -> None:
                 stmt.commit()
                 if not sheet.empty():
                     heap.push(job)
+        # Volcano quirk (§9.1, §9.3): a job that is not ready is not pushed back, and a
+        # pipelined-only statement is neither committed nor discarded, so its placements keep
+        # holding node and queue resources for the rest of the cycle without being bound.
         queues.push(queue)
 
 
-def record_hypernode(ssn: Session, job: JobInfo) -> None:
-    """``UpdateDecisionToJob``: the job's hypernode becomes LCA(old, chosen)."""
-    placed = {t.node for t in job.tasks.values() if t.node}
-    if placed:
-        lowest = ssn.topology.lowest_common(placed)
-        if lowest is not None:
-            job.allocated_hypernode = lowest
-            ssn.hypernode_decisions[job.uid] = lowest
+def record_hypernode(ssn: Session, job: JobInfo, hypernode: str) -> None:
+    """``UpdateDecisionToJob``: the job's HyperNode becomes LCA(old, chosen job-level one)."""
+    old = job.allocated_hypernode
+    job.allocated_hypernode = ssn.topology.lca(old, hypernode) if old else hypernode
+    ssn.hypernode_decisions[job.uid] = job.allocated_hypernode
 
 
 def need_continue(job: JobInfo) -> bool:
@@ -137,7 +143,7 @@ def allocate_tasks(
     stmt = ssn.statement()
     queue = ssn.queue_of(job)
     role_cache: dict[str, dict[str, FitFailure]] = {}
-    job.running_lca = job.allocated_hypernode
+    job.running_lca = job.subjob_hypernode
     topology: Topology = ssn.topology
     while not sheet.empty():
         task: TaskInfo = sheet.tasks.pop()
@@ -226,18 +232,25 @@ class Solution:
     score: float
     sheet: Worksheet
     hypernode: str
+    subjob_hypernode: str
 
 
 def allocate_for_job(
     ssn: Session, job: JobInfo, sheet: Worksheet
-) -> tuple[Statement | None, Worksheet]:
-    """``allocateForJob``: dry-run every HyperNode of each gradient, keep the best (§4.3)."""
-    saved_lca = job.allocated_hypernode
-    for gradient in ssn.hypernode_gradient(job, Topology.TOP, "allocate", False):
+) -> tuple[Statement | None, Worksheet, str]:
+    """``allocateForJob``: dry-run every HyperNode of each gradient, keep the best (§4.3).
+
+    Returns the replayed statement, the winner's leftover worksheet and the job-level HyperNode
+    it was found in; (None, the untouched worksheet, "") when no gradient has a solution.
+    """
+    saved_job, saved_subjob = job.allocated_hypernode, job.subjob_hypernode
+    job.fit_errors.clear()
+    job.topology_reason = ""
+    gradients = ssn.hypernode_gradient(job, Topology.TOP, "allocate", False)
+    for gradient in gradients:
         solutions: list[Solution] = []
         for hypernode in gradient:
             trial = sheet.clone(ssn)
-            job.fit_errors.clear()
             job.role_fit_failed.clear()
             stmt, score = allocate_for_subjob(ssn, job, trial, hypernode)
             if (
@@ -245,30 +258,39 @@ def allocate_for_job(
                 and stmt.operations
                 and (ssn.job_ready(job) or ssn.job_pipelined(job))
             ):
-                solutions.append(Solution(list(stmt.operations), score, trial, hypernode))
+                solutions.append(
+                    Solution(list(stmt.operations), score, trial, hypernode, job.subjob_hypernode)
+                )
             if stmt is not None:
                 stmt.discard()
-            job.allocated_hypernode = saved_lca
+            job.allocated_hypernode, job.subjob_hypernode = saved_job, saved_subjob
         if solutions:
             top = max(s.score for s in solutions)
             best = [s for s in solutions if s.score == top]
-            # Volcano quirk (§4.3 step 3): ties fall to Go map order, effectively random.
+            # Volcano quirk (§9.14): ties fall to Go map order, effectively random.
             winner = best[0] if len(best) == 1 else ssn.rng.choice(best)
             stmt = ssn.statement()
             stmt.recover(winner.operations)
-            return stmt, winner.sheet
-    return None, sheet
+            job.subjob_hypernode = winner.subjob_hypernode
+            return stmt, winner.sheet, winner.hypernode
+    job.topology_reason = topology_reason(ssn, job, gradients)
+    return None, sheet, ""
 
 
 def allocate_for_subjob(
     ssn: Session, job: JobInfo, sheet: Worksheet, root: str
 ) -> tuple[Statement | None, float]:
-    """``allocateForSubJob``: inside ``root``, the lowest-tier HyperNode that fits wins (§4.4)."""
+    """``allocateForSubJob``: inside ``root``, the lowest-tier HyperNode that fits wins (§4.4).
+
+    Every HyperNode is a fresh dry run: the worksheet is cloned and the failed roles are
+    forgotten, or a role that failed in one rack would be skipped in the next.
+    """
     topology = ssn.topology
     for gradient in ssn.hypernode_gradient(job, root, "allocate", True):
         found: dict[str, tuple[list[Operation], Worksheet]] = {}
         for hypernode in gradient:
             trial = sheet.clone(ssn)
+            job.role_fit_failed.clear()
             stmt = allocate_tasks(ssn, job, trial, _nodes_of(ssn, hypernode))
             if stmt is not None and stmt.operations:
                 found[hypernode] = (list(stmt.operations), trial)
@@ -278,15 +300,39 @@ def allocate_for_subjob(
             scores = ssn.hypernode_order(job, {h: _nodes_of(ssn, h) for h in found})
             top = max(scores.get(h, 0.0) for h in found)
             best = [h for h in found if scores.get(h, 0.0) == top]
+            # Volcano quirk (§9.14): SelectBestHyperNodeAndScore breaks ties at random.
             chosen = best[0] if len(best) == 1 else ssn.rng.choice(best)
             operations, trial = found[chosen]
             stmt = ssn.statement()
             stmt.recover(operations)
             sheet.tasks = trial.tasks
-            old = job.allocated_hypernode
-            job.allocated_hypernode = topology.lca(old, chosen) if old else chosen
+            old = job.subjob_hypernode
+            job.subjob_hypernode = topology.lca(old, chosen) if old else chosen
             return stmt, top
     return None, 0.0
+
+
+def topology_reason(ssn: Session, job: JobInfo, gradients: list[list[str]]) -> str:
+    """Which tiers the HyperNode search tried, for the pending reason."""
+    spec = job.job.network_topology
+    mode = spec.mode if spec is not None else "hard"
+    limit = "any tier up to the whole cluster" if mode == "soft" else f"tier ≤ {job.hard_tier}"
+    if not gradients:
+        return (
+            f"{mode} network topology: no HyperNode of {limit} had the job's minResources idle "
+            "at session start"
+        )
+    tried = []
+    for gradient in gradients:
+        tier = ssn.topology.tier(gradient[0])
+        names = ", ".join(gradient[:4]) + (
+            f" and {len(gradient) - 4} more" if len(gradient) > 4 else ""
+        )
+        tried.append(f"tier {tier}: {names}")
+    return (
+        f"{mode} network topology: no HyperNode of {limit} could hold the gang "
+        f"(tried {'; '.join(tried)})"
+    )
 
 
 def _nodes_of(ssn: Session, hypernode: str) -> list[NodeInfo]:

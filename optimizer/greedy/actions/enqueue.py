@@ -2,15 +2,28 @@
 
 Jobs are taken queue by queue in queue order, one job per pop, so that one queue's backlog
 cannot starve the others' admission; a job that is not admitted simply waits for the next
-cycle.
+cycle and does not stop the jobs behind it.
 """
 
 from __future__ import annotations
 
+from models.resources import format_amount
 from models.workload import INQUEUE, PENDING
 
+from ..api import JobInfo
 from ..heap import GoHeap
 from ..session import Session
+
+WHY = {
+    "overcommit": "the cluster's allocatable × overcommit-factor, less what is used and what "
+    "Inqueue jobs reserve, cannot hold them",
+    "capacity": "minResources + allocated + inqueue − elastic would exceed the realCapability "
+    "of queue {queue} or of an ancestor (or the queue is closed, not a leaf, or the plugin "
+    "is disabled this cycle)",
+    "proportion": "minResources + allocated + inqueue − elastic would exceed the realCapability "
+    "of queue {queue}",
+}
+"""Per plugin, what its JobEnqueueable Reject means."""
 
 
 def execute(ssn: Session) -> None:
@@ -36,6 +49,19 @@ def execute(ssn: Session) -> None:
             ssn.job_enqueued(job)
             job.phase = INQUEUE
         elif not job.reason:
-            job.reason = "not enqueued: queue or cluster has no room for the job's minResources"
+            job.reason = rejection(ssn, job)
         if not heap.empty():
             queues.push(queue)
+
+
+def rejection(ssn: Session, job: JobInfo) -> str:
+    """``not enqueued: <plugin> rejected minResources (…): <what that plugin checks>``."""
+    minimum = job.job.min_resources or {}
+    amounts = ", ".join(f"{k} {format_amount(k, v)}" for k, v in sorted(minimum.items()) if v)
+    rejecters = ssn.enqueue_rejecters(job)
+    if not rejecters:
+        return f"not enqueued: minResources ({amounts}) not admitted"
+    why = "; ".join(
+        f"{name}: {WHY.get(name, 'rejected').format(queue=job.queue)}" for name in rejecters
+    )
+    return f"not enqueued: minResources ({amounts}) rejected by {why}"

@@ -1,0 +1,221 @@
+"""Greedy (Volcano) against CP-SAT on generated clusters of growing size (DESIGN §8).
+
+For each shape an instance is generated and loaded, both engines solve it, and both plans are
+scored with the same staged objective (work, fairness, topology, packing) and checked by the
+verifier. Each shape runs in a fresh process, so that the peak resident memory reported for it
+(the process high-water mark, which includes OR-Tools' native allocations that tracemalloc
+cannot see) belongs to that shape alone.
+
+    python benchmarks/scale.py --shapes S,M --seed 1 --time-limit 60 --workers 2 [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import platform
+import resource
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import ortools
+
+from models.load import from_dict
+from optimizer.cpsat.data import compile_instance
+from optimizer.cpsat.model import solve as cpsat_solve
+from optimizer.cpsat.objective import STAGES
+from optimizer.cpsat.objective import evaluate as stage_values
+from optimizer.cpsat.params import SolveOptions
+from optimizer.generate import SHAPES, generate, stats
+from optimizer.greedy.engine import solve as greedy_solve
+from optimizer.verify import verify
+
+
+def _peak_mib() -> float:
+    """The process's resident-memory high-water mark (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def measure(shape: str, seed: int, load: float, time_limit: float, workers: int) -> dict[str, Any]:
+    """Everything reported for one shape; runs in its own process."""
+    started = time.perf_counter()
+    doc = generate(shape, seed, load)
+    generated = time.perf_counter() - started
+    facts = stats(doc)
+    started = time.perf_counter()
+    instance = from_dict(doc, f"<generated {shape} seed {seed}>")
+    loaded = time.perf_counter() - started
+    compiled = compile_instance(instance)
+
+    started = time.perf_counter()
+    greedy = greedy_solve(instance, seed)
+    greedy_wall = time.perf_counter() - started
+    greedy_peak = _peak_mib()
+
+    options = SolveOptions(time_limit=time_limit, workers=workers, seed=seed, quiet=True)
+    started = time.perf_counter()
+    cpsat = cpsat_solve(instance, options, greedy)
+    cpsat_wall = time.perf_counter() - started
+    cpsat_peak = _peak_mib()
+
+    rows = []
+    for engine, plan, wall, peak in (
+        ("greedy", greedy, greedy_wall, greedy_peak),
+        ("cpsat", cpsat, cpsat_wall, cpsat_peak),
+    ):
+        info = plan.solver
+        rows.append(
+            {
+                "engine": engine,
+                "status": info.status if info else "",
+                "stages": stage_values(compiled, plan).as_dict(),
+                "bound": info.bound if info else None,
+                "gap": info.gap if info else None,
+                "wall_seconds": round(wall, 2),
+                "peak_rss_mib": round(peak),
+                "pods_placed": len(plan.placements),
+                "evictions": len(plan.evictions),
+                "violations": len(verify(instance, plan)),
+                "variables": info.variables if info else None,
+                "message": info.message if info else "",
+            }
+        )
+    return {
+        "shape": shape,
+        "seed": seed,
+        "nodes": facts.nodes,
+        "gpus": facts.gpus,
+        "jobs": facts.jobs,
+        "pods": facts.pods,
+        "running_pods": facts.running_pods,
+        "load": round(facts.load, 3),
+        "generate_seconds": round(generated, 2),
+        "load_seconds": round(loaded, 2),
+        "engines": rows,
+    }
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.4g}" if abs(value) < 1 else f"{value:,.2f}".rstrip("0").rstrip(".")
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A Markdown table, so the output can be pasted into docs/BENCHMARKS.md as printed."""
+    cells = [[_cell(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(header)]
+    lines = [
+        "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |",
+        "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+    ]
+    lines += [
+        "| " + " | ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) + " |"
+        for row in cells
+    ]
+    return "\n".join(lines)
+
+
+def render(results: Sequence[dict[str, Any]]) -> str:
+    instances = table(
+        ["shape", "nodes", "GPUs", "jobs", "pods", "running", "load", "generate s", "load s"],
+        [
+            [
+                r["shape"],
+                r["nodes"],
+                r["gpus"],
+                r["jobs"],
+                r["pods"],
+                r["running_pods"],
+                r["load"],
+                r["generate_seconds"],
+                r["load_seconds"],
+            ]
+            for r in results
+        ],
+    )
+    engines = table(
+        [
+            "shape",
+            "engine",
+            "status",
+            *STAGES,
+            "work bound",
+            "gap",
+            "wall s",
+            "peak RSS MiB",
+            "placed",
+            "violations",
+        ],
+        [
+            [
+                r["shape"],
+                e["engine"],
+                e["status"],
+                *(e["stages"][s] for s in STAGES),
+                e["bound"],
+                e["gap"],
+                e["wall_seconds"],
+                e["peak_rss_mib"],
+                e["pods_placed"],
+                e["violations"],
+            ]
+            for r in results
+            for e in r["engines"]
+        ],
+    )
+    notes = [
+        f"- {r['shape']} cpsat: {e['message']} ({_cell(e['variables'])} variables)"
+        for r in results
+        for e in r["engines"]
+        if e["engine"] == "cpsat" and e["message"]
+    ]
+    return "\n\n".join([instances, engines, "\n".join(notes)]).rstrip() + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shapes", default="S,M", help="comma-separated, from " + ",".join(SHAPES))
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--load", type=float, default=1.3, help="GPU demand / GPU capacity")
+    parser.add_argument("--time-limit", type=float, default=60.0, help="CP-SAT seconds per shape")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    args = parser.parse_args(argv)
+    shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
+    unknown = [s for s in shapes if s not in SHAPES]
+    if unknown:
+        parser.error(f"unknown shape(s) {', '.join(unknown)}; choose from {', '.join(SHAPES)}")
+    results = []
+    spawn = multiprocessing.get_context("spawn")
+    for shape in shapes:
+        print(f"scale: shape {shape} …", file=sys.stderr, flush=True)
+        with spawn.Pool(1) as pool:
+            results.append(
+                pool.apply(measure, (shape, args.seed, args.load, args.time_limit, args.workers))
+            )
+    if args.json:
+        env = {
+            "date": datetime.now(UTC).isoformat(timespec="seconds"),
+            "python": platform.python_version(),
+            "ortools": ortools.__version__,
+            "cpus": multiprocessing.cpu_count(),
+            "time_limit": args.time_limit,
+            "workers": args.workers,
+        }
+        print(json.dumps({"environment": env, "results": results}, indent=2))
+    else:
+        print(render(results), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,344 @@
+"""What-if analysis: change one thing, re-solve with both engines, compare.
+
+Every modifier returns a modified copy of an instance and leaves the original untouched, so a
+notebook can build many variants from one snapshot. A modified part is validated again with the
+same rules the loader applies (e.g. a queue's new deserved must still fit its parent), so a
+variant is never an instance that Volcano would have rejected. :func:`sweep` solves variants in
+parallel on Dask: a local cluster by default, or an existing one given its scheduler address,
+so a large sweep outgrows one machine without code changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+import pandas as pd
+
+from models.cluster import Node, with_gpu_allocatable
+from models.errors import Diagnostics, InputError, Problem
+from models.instance import Instance
+from models.queues import validate_queues
+from models.resources import Resources
+from models.scheduler_conf import PluginOption, SchedulerConf
+from models.tdm import ZONE_ARG_PREFIX, Window
+from models.workload import Job, NetworkTopology
+
+from .cpsat.params import SolveOptions
+from .metrics import evaluate
+
+Variant = Callable[[Instance], Instance]
+
+
+def at(instance: Instance, now: datetime | str) -> Instance:
+    """The same snapshot read at another time (TDM windows move, nothing else does)."""
+    when = datetime.fromisoformat(now.replace("Z", "+00:00")) if isinstance(now, str) else now
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=instance.tz)
+    return instance.replace(now=when)
+
+
+def _with_plugin_arguments(
+    instance: Instance, plugin: str, changes: Mapping[str, object]
+) -> Instance:
+    tiers = []
+    found = False
+    for tier in instance.scheduler.tiers:
+        options = []
+        for option in tier:
+            if option.name == plugin:
+                found = True
+                option = PluginOption(
+                    option.name, dict(option.flags), {**option.arguments, **changes}
+                )
+            options.append(option)
+        tiers.append(tuple(options))
+    if not found:
+        raise InputError([_problem("scheduler", "tiers", f"plugin {plugin!r} is not configured")])
+    conf = SchedulerConf(
+        instance.scheduler.actions, tuple(tiers), instance.scheduler.configurations
+    )
+    return instance.replace(scheduler=conf)
+
+
+def with_scheduler_arguments(instance: Instance, plugin: str, **arguments: object) -> Instance:
+    """Set arguments of a configured plugin, e.g. ``ancestorReclaimLevel`` of capacity."""
+    return _with_plugin_arguments(instance, plugin, arguments)
+
+
+def with_tdm_window(instance: Instance, zone: str, window: str) -> Instance:
+    """Zone ``zone`` revocable during ``window`` (``HH:MM-HH:MM``)."""
+    try:
+        Window.parse(window)
+    except ValueError as err:
+        raise InputError(
+            [_problem("scheduler", f"arguments.{ZONE_ARG_PREFIX}{zone}", str(err))]
+        ) from None
+    return _with_plugin_arguments(instance, "tdm", {f"{ZONE_ARG_PREFIX}{zone}": window})
+
+
+def with_queue(
+    instance: Instance,
+    name: str,
+    *,
+    deserved: Mapping[str, object] | None = None,
+    capability: Mapping[str, object] | None = None,
+    guarantee: Mapping[str, object] | None = None,
+    weight: int | None = None,
+) -> Instance:
+    """Queue ``name`` with new quota values (Kubernetes quantities), checked like the webhook."""
+    queues = []
+    found = False
+    for queue in instance.queues:
+        if queue.name == name:
+            found = True
+            changes: dict[str, Any] = {}
+            for field_name, raw in (
+                ("deserved", deserved),
+                ("capability", capability),
+                ("guarantee", guarantee),
+            ):
+                if raw is not None:
+                    changes[field_name] = Resources.parse(raw)
+            if weight is not None:
+                changes["weight"] = weight
+            queue = replace(queue, **changes)
+        queues.append(queue)
+    if not found:
+        raise InputError([_problem(f'Queue "{name}"', "name", "no such queue")])
+    diag = Diagnostics()
+    counts: dict[str, int] = {}
+    for job in instance.jobs:
+        counts[job.queue] = counts.get(job.queue, 0) + 1
+    validate_queues(queues, counts, diag)
+    diag.raise_if_errors("what-if")
+    return instance.replace(queues=tuple(queues))
+
+
+def with_topology_limit(
+    instance: Instance, job: str, tier: int | None, mode: str | None = None
+) -> Instance:
+    """Job ``job`` (``namespace/name``, or ``"all"`` for every job that has a topology spec)
+    limited to HyperNodes of tier ≤ ``tier``; ``mode`` switches hard/soft when given."""
+    jobs = []
+    matched = False
+    for j in instance.jobs:
+        if job == j.key or (job == "all" and j.network_topology is not None):
+            matched = True
+            current = j.network_topology or NetworkTopology()
+            spec = NetworkTopology(mode or current.mode, tier, None)
+            j = replace(j, network_topology=spec)
+        jobs.append(j)
+    if not matched:
+        raise InputError(
+            [_problem(f'Job "{job}"', "networkTopology", "no such job (or no job has a topology)")]
+        )
+    return instance.replace(jobs=tuple(jobs))
+
+
+def with_nodes(
+    instance: Instance, added: Iterable[Node] = (), removed: Iterable[str] = ()
+) -> Instance:
+    """Nodes added (``models.cluster.Node``) and removed by name; pods running on a removed
+    node are dropped from their jobs, as if the node had failed."""
+    gone = set(removed)
+    unknown = gone - set(instance.node_by_name)
+    if unknown:
+        raise InputError(
+            [_problem("what-if", "removed", f"no such node(s): {', '.join(sorted(unknown))}")]
+        )
+    nodes = [n for n in instance.nodes if n.name not in gone]
+    names = {n.name for n in nodes}
+    for node in added:
+        if node.name in names:
+            raise InputError([_problem(f'Node "{node.name}"', "name", "duplicate node name")])
+        nodes.append(replace(node, allocatable=with_gpu_allocatable(node.allocatable, node.gpus)))
+        names.add(node.name)
+    jobs = tuple(
+        replace(j, running=tuple(r for r in j.running if r.node not in gone)) for j in instance.jobs
+    )
+    return instance.replace(nodes=tuple(nodes), jobs=jobs)
+
+
+def with_jobs(
+    instance: Instance, added: Iterable[Job] = (), removed: Iterable[str] = ()
+) -> Instance:
+    """Jobs added (``models.workload.Job``) and removed by ``namespace/name``."""
+    gone = set(removed)
+    unknown = gone - set(instance.job_by_key)
+    if unknown:
+        raise InputError(
+            [_problem("what-if", "removed", f"no such job(s): {', '.join(sorted(unknown))}")]
+        )
+    jobs = [j for j in instance.jobs if j.key not in gone]
+    keys = {j.key for j in jobs}
+    queues = {q.name for q in instance.queues}
+    for job in added:
+        if job.key in keys:
+            raise InputError([_problem(f'Job "{job.key}"', "name", "duplicate job")])
+        if job.queue not in queues:
+            raise InputError(
+                [_problem(f'Job "{job.key}"', "queue", f"queue {job.queue!r} does not exist")]
+            )
+        jobs.append(replace(job, order=len(jobs)))
+        keys.add(job.key)
+    return instance.replace(jobs=tuple(jobs))
+
+
+def _problem(obj: str, field: str, message: str) -> Problem:
+    return Problem(message, obj, field, "what-if")
+
+
+# -- sweeps ------------------------------------------------------------------------------------
+
+
+def solve_variant(
+    name: str, instance: Instance, engine: str, options: SolveOptions
+) -> dict[str, Any]:
+    """One row of a sweep: the variant, the engine and every scalar metric."""
+    from .solve import solve
+
+    plan = solve(instance, engine, options)
+    row: dict[str, Any] = {"variant": name, "engine": engine}
+    row.update(evaluate(instance, plan).scalars())
+    solver = plan.solver
+    row["status"] = solver.status if solver else ""
+    row["wall_seconds"] = solver.wall_seconds if solver else None
+    row["gap"] = solver.gap if solver else None
+    return row
+
+
+def sweep(
+    instance: Instance,
+    variants: Mapping[str, Instance | Variant] | Sequence[tuple[str, Instance | Variant]],
+    engines: Sequence[str] = ("greedy", "cpsat"),
+    time_limit: float = 10.0,
+    *,
+    workers: int = 1,
+    seed: int = 0,
+    scheduler_address: str | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Solve every variant with every engine; one row per (variant, engine).
+
+    A variant is an instance or a function of the base instance. CP-SAT runs with ``workers``
+    threads per solve; Dask runs solves side by side, on a local cluster unless
+    ``scheduler_address`` names an existing one.
+    """
+    from dask.distributed import Client, LocalCluster, as_completed
+
+    items = list(variants.items()) if isinstance(variants, Mapping) else list(variants)
+    built = [(name, v(instance) if callable(v) else v) for name, v in items]
+    options = SolveOptions(time_limit=time_limit, workers=workers, seed=seed, quiet=True)
+    cluster = None
+    if scheduler_address is None:
+        cluster = LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        )
+        client = Client(cluster)
+    else:
+        client = Client(scheduler_address)
+    try:
+        futures = [
+            client.submit(solve_variant, name, variant, engine, options, pure=False)
+            for name, variant in built
+            for engine in engines
+        ]
+        rows = []
+        finished = as_completed(futures)
+        if progress:
+            from rich.progress import track
+
+            finished = track(finished, total=len(futures), description="what-if sweep")
+        for future in finished:
+            rows.append(future.result())
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+    order = {
+        (name, engine): i
+        for i, (name, engine) in enumerate((n, e) for n, _ in built for e in engines)
+    }
+    rows.sort(key=lambda r: order[r["variant"], r["engine"]])
+    return pd.DataFrame(rows)
+
+
+# -- sweep specification files ---------------------------------------------------------------
+
+_SPEC_KEYS = {"instance", "engines", "timeLimit", "workers", "seed", "variants"}
+_VARIANT_KEYS = {"name", "at", "tdmWindow", "queue", "topologyLimit", "nodes", "jobs", "arguments"}
+
+
+def _variant_from_spec(entry: Mapping[str, Any], where: str) -> Variant:
+    """A variant function from one ``variants[i]`` entry of a sweep file."""
+    unknown = set(entry) - _VARIANT_KEYS
+    if unknown:
+        raise InputError([_problem(where, sorted(unknown)[0], "unknown field")])
+
+    def apply(instance: Instance) -> Instance:
+        if "at" in entry:
+            instance = at(instance, str(entry["at"]))
+        if "tdmWindow" in entry:
+            tdm = entry["tdmWindow"]
+            instance = with_tdm_window(instance, str(tdm["zone"]), str(tdm["window"]))
+        if "queue" in entry:
+            q = dict(entry["queue"])
+            instance = with_queue(
+                instance,
+                str(q.pop("name")),
+                deserved=q.get("deserved"),
+                capability=q.get("capability"),
+                guarantee=q.get("guarantee"),
+                weight=q.get("weight"),
+            )
+        if "topologyLimit" in entry:
+            t = entry["topologyLimit"]
+            instance = with_topology_limit(
+                instance, str(t.get("job", "all")), t.get("tier"), t.get("mode")
+            )
+        if "nodes" in entry:
+            instance = with_nodes(instance, removed=entry["nodes"].get("removed", ()))
+        if "jobs" in entry:
+            instance = with_jobs(instance, removed=entry["jobs"].get("removed", ()))
+        for plugin, args in (entry.get("arguments") or {}).items():
+            instance = with_scheduler_arguments(instance, str(plugin), **dict(args))
+        return instance
+
+    return apply
+
+
+def load_sweep(path: str) -> tuple[Instance, list[tuple[str, Variant]], dict[str, Any]]:
+    """Read a sweep file: the base instance, the variants and the solve settings."""
+    from pathlib import Path
+
+    from models.load import load
+    from models.yamlio import load_documents, read_text
+
+    docs = load_documents(read_text(path), path)
+    if len(docs) != 1 or not isinstance(docs[0], Mapping):
+        raise InputError([Problem("expected one mapping with instance and variants", file=path)])
+    spec = docs[0]
+    problems = [Problem("unknown field", "", k, path) for k in spec if k not in _SPEC_KEYS]
+    if "instance" not in spec:
+        problems.append(Problem("required: the instance file", "", "instance", path))
+    if problems:
+        raise InputError(problems)
+    base = Path(path).parent / str(spec["instance"])
+    instance = load(base if base.exists() else str(spec["instance"]))
+    variants = []
+    for i, entry in enumerate(spec.get("variants") or [{"name": "baseline"}]):
+        if not isinstance(entry, Mapping) or not entry.get("name"):
+            raise InputError([Problem("each variant needs a name", "", f"variants[{i}]", path)])
+        variants.append(
+            (str(entry["name"]), _variant_from_spec(entry, f'variant "{entry["name"]}"'))
+        )
+    settings = {
+        "engines": tuple(spec.get("engines", ("greedy", "cpsat"))),
+        "time_limit": float(spec.get("timeLimit", 10)),
+        "workers": int(spec.get("workers", 1)),
+        "seed": int(spec.get("seed", 0)),
+    }
+    return instance, variants, settings

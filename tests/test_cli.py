@@ -1,0 +1,126 @@
+"""The ``vcopt`` command line: exit codes, ``validate`` and ``show`` (DESIGN §7)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from optimizer.cli import main
+
+ROOT = Path(__file__).parent.parent
+DEMO = ROOT / "instances" / "demo.yaml"
+SEED000 = Path(__file__).parent / "data" / "seed000"
+VCOPT = Path(sys.executable).with_name("vcopt")
+
+
+def hypernode_rows(output: str) -> list[list[str]]:
+    """The rows of the HyperNode table, split on runs of spaces, header first."""
+    lines = output.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("NAME "))
+    rows = []
+    for line in lines[start:]:
+        if not line.strip():
+            break
+        rows.append(re.split(r" {2,}", line.strip()))
+    return rows
+
+
+def test_validate_demo(capsys: pytest.CaptureFixture[str]) -> None:
+    """demo.yaml: 7 grouped nodes + node-008 = 8 nodes with 8 GPUs each (64); 7 HyperNodes
+    (4 racks, 2 spines, 1 super-spine); 6 queues (root, research, team-a, team-b, prod,
+    inference); 7 jobs with 2+4+2+4+6+2+2 = 22 pods; nothing Volcano would warn about."""
+    assert main(["validate", str(DEMO)]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert out == (
+        f"{DEMO}: valid: 8 nodes (64 GPUs), 7 hypernodes, 6 queues, 7 jobs (22 pods), 0 warnings\n"
+    )
+
+
+def test_show_demo_prints_the_hypernode_table_like_kubectl(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``kubectl get hypernodes`` columns, plain text, by tier then name. In demo.yaml each
+    rack holds 2 nodes, each spine 2 racks (4 nodes), the super-spine both spines (8)."""
+    assert main(["show", str(DEMO)]) == 0
+    out, _ = capsys.readouterr()
+    assert hypernode_rows(out) == [
+        ["NAME", "TIER", "TIERNAME", "NODECOUNT"],
+        ["rack-1", "1", "rack", "2"],
+        ["rack-2", "1", "rack", "2"],
+        ["rack-3", "1", "rack", "2"],
+        ["rack-4", "1", "rack", "2"],
+        ["spine-1", "2", "spine", "4"],
+        ["spine-2", "2", "spine", "4"],
+        ["super-spine-1", "3", "super-spine", "8"],
+    ]
+    header = next(line for line in out.splitlines() if line.startswith("NAME "))
+    assert re.fullmatch(r"NAME +TIER +TIERNAME +NODECOUNT", header)
+    assert not set("│┃┏┗─━|+") & set(out.split("\n\n")[1])
+
+
+def test_show_seed000_multi_tier_example(capsys: pytest.CaptureFixture[str]) -> None:
+    """Seed 000 §1.3 prints rack-1 4, rack-2 3, spine-1 7 for the §8.4 tree; super-spine-1
+    holds spine-1 only (spine-2 does not exist), so 7 as well, and the missing spine-2 is a
+    warning on stderr, not an error."""
+    path = SEED000 / "multi_tier_8_4.yaml"
+    assert main(["show", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert hypernode_rows(out) == [
+        ["NAME", "TIER", "TIERNAME", "NODECOUNT"],
+        ["rack-1", "1", "rack", "4"],
+        ["rack-2", "1", "rack", "3"],
+        ["spine-1", "2", "spine", "7"],
+        ["super-spine-1", "3", "super-spine", "7"],
+    ]
+    assert err == (
+        f'warning: {path}: HyperNode "super-spine-1": members[1].selector.exactMatch.name: '
+        'no HyperNode named "spine-2"\n'
+    )
+
+
+def test_quiet_hides_warnings(capsys: pytest.CaptureFixture[str]) -> None:
+    path = SEED000 / "multi_tier_8_4.yaml"
+    assert main(["validate", "--quiet", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert out.endswith("1 warnings\n")
+
+
+@pytest.mark.parametrize("argv", [["frobnicate"], [], ["validate"], ["show", "a", "b"]])
+def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """An unknown subcommand, none at all, a missing or an extra argument: usage, exit 2."""
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    assert caught.value.code == 2
+    _, err = capsys.readouterr()
+    assert err.startswith("usage: vcopt")
+    assert "error:" in err
+
+
+def test_help_exits_0(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["--help"])
+    assert caught.value.code == 0
+    out, _ = capsys.readouterr()
+    assert "validate" in out
+    assert "show" in out
+
+
+def test_unknown_subcommand_in_a_real_process() -> None:
+    run = subprocess.run([str(VCOPT), "frobnicate"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2
+    assert "Traceback" not in run.stderr
+    assert "invalid choice: 'frobnicate'" in run.stderr
+
+
+def test_validate_in_a_real_process() -> None:
+    run = subprocess.run(
+        [str(VCOPT), "validate", str(DEMO)], capture_output=True, text=True, timeout=60
+    )
+    assert run.returncode == 0
+    assert run.stdout.startswith(f"{DEMO}: valid: 8 nodes")
