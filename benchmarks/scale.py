@@ -2,9 +2,11 @@
 
 For each shape an instance is generated and loaded, both engines solve it, and both plans are
 scored with the same staged objective (work, fairness, topology, packing) and checked by the
-verifier. Each shape runs in a fresh process, so that the peak resident memory reported for it
-(the process high-water mark, which includes OR-Tools' native allocations that tracemalloc
-cannot see) belongs to that shape alone.
+verifier. Wall and CPU seconds are both reported: the greedy engine is single-threaded, so its
+CPU seconds are its wall time on an idle machine; CP-SAT's time limit is wall-clock, so on a
+busy machine it searches less within it. Each shape runs in a fresh process, so that the peak
+resident memory reported for it (the process high-water mark, which includes OR-Tools' native
+allocations that tracemalloc cannot see) belongs to that shape alone.
 
     python benchmarks/scale.py --shapes S,M --seed 1 --time-limit 60 --workers 2 [--json]
 """
@@ -51,21 +53,23 @@ def measure(shape: str, seed: int, load: float, time_limit: float, workers: int)
     loaded = time.perf_counter() - started
     compiled = compile_instance(instance)
 
-    started = time.perf_counter()
+    started, started_cpu = time.perf_counter(), time.process_time()
     greedy = greedy_solve(instance, seed)
+    greedy_cpu = time.process_time() - started_cpu
     greedy_wall = time.perf_counter() - started
     greedy_peak = _peak_mib()
 
     options = SolveOptions(time_limit=time_limit, workers=workers, seed=seed, quiet=True)
-    started = time.perf_counter()
+    started, started_cpu = time.perf_counter(), time.process_time()
     cpsat = cpsat_solve(instance, options, greedy)
+    cpsat_cpu = time.process_time() - started_cpu
     cpsat_wall = time.perf_counter() - started
     cpsat_peak = _peak_mib()
 
     rows = []
-    for engine, plan, wall, peak in (
-        ("greedy", greedy, greedy_wall, greedy_peak),
-        ("cpsat", cpsat, cpsat_wall, cpsat_peak),
+    for engine, plan, wall, cpu, peak in (
+        ("greedy", greedy, greedy_wall, greedy_cpu, greedy_peak),
+        ("cpsat", cpsat, cpsat_wall, cpsat_cpu, cpsat_peak),
     ):
         info = plan.solver
         rows.append(
@@ -76,6 +80,7 @@ def measure(shape: str, seed: int, load: float, time_limit: float, workers: int)
                 "bound": info.bound if info else None,
                 "gap": info.gap if info else None,
                 "wall_seconds": round(wall, 2),
+                "cpu_seconds": round(cpu, 2),
                 "peak_rss_mib": round(peak),
                 "pods_placed": len(plan.placements),
                 "evictions": len(plan.evictions),
@@ -151,6 +156,7 @@ def render(results: Sequence[dict[str, Any]]) -> str:
             "work bound",
             "gap",
             "wall s",
+            "CPU s",
             "peak RSS MiB",
             "placed",
             "violations",
@@ -164,6 +170,7 @@ def render(results: Sequence[dict[str, Any]]) -> str:
                 e["bound"],
                 e["gap"],
                 e["wall_seconds"],
+                e["cpu_seconds"],
                 e["peak_rss_mib"],
                 e["pods_placed"],
                 e["violations"],

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from .errors import Diagnostics
 
-KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
-OTHER_ACTIONS = ("shuffle", "gangpreempt", "gangreclaim")
+KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle")
+OTHER_ACTIONS = ("gangpreempt", "gangreclaim")
 KNOWN_PLUGINS = frozenset(
     {
         "priority",

@@ -341,6 +341,24 @@ def max_evictable(
     return DEFAULT_EVICT_NUM
 
 
+def extract_budget(annotations: Mapping[str, str]) -> Mapping[str, str]:
+    """The budget annotations Volcano keeps (``JobInfo.extractBudget``, spec §6): a PodGroup
+    that carries a minAvailable budget has its maxUnavailable budget ignored, even when the
+    minAvailable value is empty (then the default of one pod applies). So when a job sets both,
+    minAvailable decides, although :func:`max_evictable` on its own prefers maxUnavailable."""
+    if not any(key in annotations for key in MIN_AVAILABLE_KEYS):
+        return annotations
+    return {k: v for k, v in annotations.items() if k not in MAX_UNAVAILABLE_KEYS}
+
+
+def job_eviction_budget(
+    annotations: Mapping[str, str], total_tasks: int, running: int, finished: int
+) -> int:
+    """How many pods of a job TDM may evict now: ``getMaxPodEvictNum`` on the budget Volcano
+    extracted from the PodGroup's annotations."""
+    return max_evictable(extract_budget(annotations), total_tasks, running, finished)
+
+
 def _budget_value(annotations: Mapping[str, str], keys: tuple[str, ...]) -> str:
     """The first non-empty spelling; Volcano treats an empty budget string as unset."""
     return next((annotations[key] for key in keys if annotations.get(key)), "")

@@ -58,10 +58,11 @@ GPU_MEMORY_MIB = {
     "G3": 30000,
 }
 """The simulator's per-model table; G2 and G3 are its placeholders (data README)."""
-DEFAULT_POD_MEMORY_MIB = 200
-"""kube-scheduler's non-zero memory request for a pod that sets none."""
 POD_CAPACITY = 110
 """Kubernetes' default ``pods`` allocatable, which the Volcano track checks."""
+GPU_SPLIT = 20
+"""HAMi time-slices per device in the imported instance: 1000 // 50, the smallest share of the
+trace, so that slices never bind and sharing stays one-dimensional as in the FGD setup."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -180,8 +181,9 @@ def draw(
             copies[pick.name] = copies.get(pick.name, 0) + 1
             sequence.append(TraceTask(f"{pick.name}-r{copies[pick.name]}", *_fields(pick)))
             total += pick.gpu_request
-    while total > target:
-        total -= sequence.pop(rng.randrange(len(sequence))).gpu_request
+    else:
+        while total > target:
+            total -= sequence.pop(rng.randrange(len(sequence))).gpu_request
     permutation = list(range(node_count))
     rng.shuffle(permutation)
     return Draw(tuple(sequence), tuple(permutation))
@@ -197,6 +199,132 @@ def arrivals(
     """The ordered arrival sequence of one seed, for the online tracks and the CLI."""
     nodes = read_nodes(nodes_csv)
     return list(draw(read_tasks(pods_csv), len(nodes), seed, arrival, capacity_milli(nodes)).tasks)
+
+
+# --------------------------------------------------------------------------------------------
+# vcopt instance
+
+
+SCHEDULER_CONF: dict[str, Any] = {
+    "actions": "enqueue, allocate, backfill",
+    "tiers": [
+        {
+            "plugins": [
+                {"name": "priority"},
+                {"name": "gang", "enablePreemptable": False},
+                {"name": "conformance"},
+            ]
+        },
+        {
+            "plugins": [
+                {"name": "overcommit"},
+                {"name": "drf", "enablePreemptable": False},
+                {"name": "predicates"},
+                {"name": "proportion"},
+                {"name": "nodeorder"},
+                {"name": "binpack"},
+                {
+                    "name": "deviceshare",
+                    "arguments": {
+                        "deviceshare.VGPUEnable": True,
+                        "deviceshare.SchedulePolicy": "binpack",
+                    },
+                },
+            ]
+        },
+    ],
+}
+"""Volcano's Helm-chart configuration plus ``deviceshare`` with the binpack device order, the
+one Volcano plugin that shares GPUs; its node-score weight stays at the default 0."""
+GPU_MODEL_LABEL = "gpu-model"
+TRACE_RELEASED = "2023-06-05T00:00:00Z"
+"""A fixed ``now`` (the trace's publication day): no TDM zone is involved, but an instance
+without ``now`` would read the wall clock."""
+USE_GPU_TYPE = "nvidia.com/use-gputype"
+
+
+def shape_sample(nodes: Sequence[TraceNode], per_shape: int) -> tuple[TraceNode, ...]:
+    """The first ``per_shape`` nodes (by name) of each of the node shapes (model, GPUs, CPU,
+    memory): a small cluster with the trace's variety."""
+    seen: dict[tuple[str, int, int, int], int] = {}
+    out = []
+    for n in nodes:
+        key = (n.model, n.gpus, n.cpu_milli, n.memory_mib)
+        if seen.get(key, 0) < per_shape:
+            seen[key] = seen.get(key, 0) + 1
+            out.append(n)
+    return tuple(out)
+
+
+def import_trace(
+    pods_csv: str | Path,
+    nodes_csv: str | Path,
+    seed: int,
+    arrival: float = 1.3,
+    *,
+    nodes_per_shape: int | None = None,
+) -> dict[str, Any]:
+    """A compact vcopt instance: the trace's GPU nodes and the arrivals of one seed, each a
+    one-pod job in arrival order (jobs keep file order, which is Volcano's creation order).
+
+    ``nodes_per_shape`` keeps only that many nodes of each shape; the arrivals are then tuned
+    to the smaller capacity (a long list loses tasks at random), which makes small slices.
+
+    HAMi reading of a task: ``nvidia.com/gpu: num_gpu`` alone for whole GPUs (HAMi then books
+    the whole card, 100 cores, exclusive); a share adds ``nvidia.com/gpumem-percentage`` and
+    ``nvidia.com/gpucores`` both ``gpu_milli / 10`` (all trace shares are multiples of 10), so
+    a 0.25 GPU books 25 % of the device memory and 25 cores on any model, one dimension as in
+    the FGD setup. ``gpu_spec`` becomes ``nvidia.com/use-gputype`` with the allowed models,
+    which HAMi and Volcano match as case-insensitive substrings of the device type
+    ``NVIDIA-<model>``; the seven model names are not substrings of one another.
+    """
+    nodes = read_nodes(nodes_csv)
+    if nodes_per_shape is not None:
+        nodes = shape_sample(nodes, nodes_per_shape)
+    tasks = read_tasks(pods_csv)
+    drawn = draw(tasks, len(nodes), seed, arrival, capacity_milli(nodes))
+    trace = Path(pods_csv).stem.removeprefix("openb_pod_list_")
+    return {
+        "apiVersion": "vcopt/v1alpha1",
+        "kind": "Instance",
+        "metadata": {"name": f"alibaba-{trace}-s{seed}-a{round(100 * arrival)}"},
+        "now": TRACE_RELEASED,
+        "scheduler": SCHEDULER_CONF,
+        "nodes": [_node_doc(n) for n in nodes],
+        "queues": [{"name": "default"}],
+        "jobs": [_job_doc(t) for t in drawn.tasks],
+    }
+
+
+def _node_doc(node: TraceNode) -> dict[str, Any]:
+    return {
+        "name": node.name,
+        "labels": {GPU_MODEL_LABEL: node.model},
+        "allocatable": {
+            "cpu": f"{node.cpu_milli}m",
+            "memory": f"{node.memory_mib}Mi",
+            "pods": POD_CAPACITY,
+        },
+        "gpus": {
+            "count": node.gpus,
+            "type": f"NVIDIA-{node.model}",
+            "memory": GPU_MEMORY_MIB[node.model],
+            "split": GPU_SPLIT,
+        },
+    }
+
+
+def _job_doc(task: TraceTask) -> dict[str, Any]:
+    resources: dict[str, Any] = {"cpu": f"{task.cpu_milli}m", "memory": f"{task.memory_mib}Mi"}
+    if task.num_gpu:
+        resources["nvidia.com/gpu"] = task.num_gpu
+    if task.fractional:
+        resources["nvidia.com/gpumem-percentage"] = task.gpu_milli // 10
+        resources["nvidia.com/gpucores"] = task.gpu_milli // 10
+    spec: dict[str, Any] = {"name": "task", "resources": resources}
+    if task.models and task.num_gpu:
+        spec["annotations"] = {USE_GPU_TYPE: ",".join(task.models)}
+    return {"name": task.name, "minAvailable": 1, "tasks": [spec]}
 
 
 # --------------------------------------------------------------------------------------------
@@ -419,10 +547,6 @@ class NodeClasses:
             int(cluster.model[node]), int(cluster.cpu[node]), cluster.gpus[node]
         )
 
-    @property
-    def size(self) -> int:
-        return len(self.ids)
-
     def total_frag(self) -> float:
         return float(self.frag[self.of_node].sum())
 
@@ -538,31 +662,50 @@ class Fgd:
     """
 
     def __init__(self) -> None:
-        self.scores: dict[tuple[int, int, int], np.ndarray] = {}
-        self.devices: dict[tuple[int, int, int], np.ndarray] = {}
+        self.tables: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def __call__(self, state: Online, task: TraceTask, nodes: np.ndarray) -> Choice:
         classes = state.classes
-        key = (task.cpu_milli, task.num_gpu, task.gpu_milli)
-        scores, devices = self._tables(key, len(classes.cpu))
         of_nodes = classes.of_node[nodes]
-        unknown = np.unique(of_nodes[scores[of_nodes] < 0])
-        if unknown.size:
-            delta, device = self.deltas(classes, unknown, task)
-            scores[unknown] = fgd_score(delta)
-            devices[unknown] = device
+        scores, _, devices = self.evaluate(classes, of_nodes, task)
         node = pick(scores[of_nodes], nodes, state.rank)
         if task.fractional:
             return node, (int(devices[classes.of_node[node]]),)
         return node, best_devices(state.cluster.gpus[node], task)
+
+    def evaluate(
+        self, classes: NodeClasses, ids: np.ndarray, task: TraceTask
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The memo tables (score, Δ, device per class id) of the task's shape, filled in for
+        ``ids``."""
+        key = (task.cpu_milli, task.num_gpu, task.gpu_milli)
+        size = len(classes.cpu)
+        tables = self.tables.get(key)
+        if tables is None or len(tables[0]) < size:
+            grown = (
+                np.full(size, -1, dtype=np.int64),
+                np.zeros(size, dtype=np.float64),
+                np.zeros(size, dtype=np.int64),
+            )
+            if tables is not None:
+                for old, new in zip(tables, grown, strict=True):
+                    new[: len(old)] = old
+            tables = self.tables[key] = grown
+        scores, deltas, devices = tables
+        unknown = np.unique(ids[scores[ids] < 0])
+        if unknown.size:
+            delta, device = self.deltas(classes, unknown, task)
+            scores[unknown] = fgd_score(delta)
+            deltas[unknown] = delta
+            devices[unknown] = device
+        return tables
 
     @staticmethod
     def deltas(
         classes: NodeClasses, ids: np.ndarray, task: TraceTask
     ) -> tuple[np.ndarray, np.ndarray]:
         """Δ = F(after) − F(before) of the best variant per class, and that variant's device."""
-        cpu, gpus = after_states(classes.cpu[ids], classes.gpus[ids], task)[:2]
-        valid = after_states(classes.cpu[ids], classes.gpus[ids], task)[2]
+        cpu, gpus, valid = after_states(classes.cpu[ids], classes.gpus[ids], task)
         variants = valid.shape[1]
         flat = np.flatnonzero(valid.reshape(-1))
         after = np.full(valid.size, np.inf)
@@ -572,17 +715,6 @@ class Fgd:
         delta = after.reshape(valid.shape) - classes.frag[ids][:, None]
         best = np.argmin(delta, axis=1)
         return delta[np.arange(len(ids)), best], best
-
-    def _tables(self, key: tuple[int, int, int], size: int) -> tuple[np.ndarray, np.ndarray]:
-        scores = self.scores.get(key)
-        if scores is None or len(scores) < size:
-            old = scores if scores is not None else np.zeros(0, dtype=np.int64)
-            scores = np.full(size, -1, dtype=np.int64)
-            scores[: len(old)] = old
-            devices = np.zeros(size, dtype=np.int64)
-            devices[: len(old)] = self.devices.get(key, np.zeros(0, dtype=np.int64))
-            self.scores[key], self.devices[key] = scores, devices
-        return scores, self.devices[key]
 
 
 # --------------------------------------------------------------------------------------------
@@ -699,9 +831,6 @@ def run_online(
 UNTAINTED_SCORE = 300
 """``tainttoleration`` (weight 3) on nodes without PreferNoSchedule taints: 100 × 3 everywhere;
 kept in the sum so that float ties come out as Volcano's."""
-GPU_SPLIT = 20
-"""HAMi time-slices per device in the imported instance: 1000 // 50, the smallest share of the
-trace, so that slices never bind and sharing stays one-dimensional as in the FGD setup."""
 
 
 class VolcanoDefault:
@@ -794,3 +923,577 @@ class VolcanoDefault:
         if task.fractional:
             return (next(d for d in order if c.gpus[node, d] >= task.gpu_milli),)
         return tuple(d for d in order if c.gpus[node, d] == MILLI)[: task.num_gpu]
+
+
+# --------------------------------------------------------------------------------------------
+# CP-SAT on batches of arrivals (track A′)
+
+
+FRAG_SCALE = 1000
+"""Device fragment weights w_j enter the CP-SAT objective as integers ⌊1000·w_j⌉."""
+
+
+@dataclass(frozen=True)
+class BatchOptions:
+    size: int = 256
+    time_limit: float = 5.0
+    """Seconds per batch."""
+    workers: int = 2
+    classes_per_spec: int = 8
+    """Best node classes (by FGD's Δ for a single placement) offered to each task shape."""
+    copies: int = 2
+    """Nodes offered per class, besides those the FGD hint uses."""
+    alloc_weight: int = 100
+    """Fragment milli-GPU that one allocated milli-GPU outweighs in the objective."""
+    seed: int = 0
+
+
+def device_frag_steps(
+    typ: Typical, model: int, cpu: int, full: int
+) -> tuple[list[int], list[float]]:
+    """φ(r), the fragment a device with r milli free adds to F, as steps: φ(r) = r·w_j on
+    [t_j, t_{j+1}); returns (t, w) with t_0 = 0.
+
+    F_n is a sum over devices when every typical task asks for one GPU: a device's free milli
+    counts for m unless m fits the node and the device holds m's share. Whether m fits the node
+    is read on the state before the batch (its CPU and, for multi-GPU m, its count of free
+    devices); CPU the batch consumes is modelled separately (:meth:`_BatchModel._cpu_frag`).
+    """
+    fits = typ.gpu & typ.allowed[:, model] & (cpu >= typ.cpu)
+    fits &= (typ.count == 1) | (full >= typ.count)
+    starts = [0, *sorted({int(q) for q in typ.milli[fits]})]
+    weights = [1.0 - float(typ.weight[fits & (typ.milli <= t)].sum()) for t in starts]
+    return starts, weights
+
+
+@dataclass
+class _Spec:
+    """Identical tasks of one batch: solved as integer counts (cpsat-practice B.1)."""
+
+    task: TraceTask
+    members: list[int]
+    nodes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+
+class BatchSolver:
+    """Each batch of arrivals is placed by one CP-SAT model, earlier placements fixed.
+
+    Objective: maximise ``alloc_weight`` × allocated milli − fragmentation growth, where the
+    fragmentation is FGD's F against the typical-task mix, written per device (see
+    :func:`device_frag_table`) so that shares packed together on one device are valued jointly,
+    which FGD's one-task-at-a-time Δ cannot see. The model is hinted with FGD run over the
+    batch in arrival order; when the solver returns nothing, the hint is used.
+    """
+
+    def __init__(self, options: BatchOptions) -> None:
+        self.options = options
+        self.fgd = Fgd()
+        self.stats: list[dict[str, Any]] = []
+
+    def solve(self, state: Online, batch: Sequence[TraceTask]) -> list[Choice | None]:
+        hint = self.hint(state, batch)
+        specs = self.specs(state, batch, hint)
+        if not any(len(s.nodes) for s in specs):
+            return hint
+        started = time.perf_counter()
+        built = _BatchModel(state, specs, hint, self.options)
+        choices, info = built.run()
+        info["seconds"] = time.perf_counter() - started
+        info["tasks"] = len(batch)
+        self.stats.append(info)
+        return choices if choices is not None else hint
+
+    def hint(self, state: Online, batch: Sequence[TraceTask]) -> list[Choice | None]:
+        """FGD over the batch in arrival order, on a scratch copy of the state."""
+        cluster = state.cluster.copy()
+        classes = state.classes
+        saved = classes.of_node.copy()
+        scratch = Online(cluster, classes, state.rank, state.rng)
+        out: list[Choice | None] = []
+        for task in batch:
+            feasible = np.flatnonzero(cluster.feasible(task))
+            if not feasible.size:
+                out.append(None)
+                continue
+            node, devices = self.fgd(scratch, task, feasible)
+            cluster.place(node, task, devices)
+            classes.update(cluster, node)
+            out.append((node, devices))
+        classes.of_node = saved
+        return out
+
+    def specs(
+        self, state: Online, batch: Sequence[TraceTask], hint: Sequence[Choice | None]
+    ) -> list[_Spec]:
+        """Group identical tasks and choose the nodes each group may use."""
+        groups: dict[tuple[Any, ...], _Spec] = {}
+        for i, task in enumerate(batch):
+            key = (*_fields(task),)
+            if key not in groups:
+                groups[key] = _Spec(task, [])
+            groups[key].members.append(i)
+        cluster, classes = state.cluster, state.classes
+        opts = self.options
+        for spec in groups.values():
+            feasible = np.flatnonzero(cluster.feasible(spec.task))
+            used = {c[0] for i in spec.members if (c := hint[i]) is not None}
+            if not feasible.size:
+                continue
+            ids = classes.of_node[feasible]
+            _, deltas, _ = self.fgd.evaluate(classes, ids, spec.task)
+            order = np.lexsort((state.rank[feasible], deltas[ids]))
+            chosen: list[int] = []
+            per_class: dict[int, int] = {}
+            for j in order:
+                cid = int(ids[j])
+                if cid not in per_class and len(per_class) == opts.classes_per_spec:
+                    continue
+                if per_class.get(cid, 0) < opts.copies:
+                    per_class[cid] = per_class.get(cid, 0) + 1
+                    chosen.append(int(feasible[j]))
+                if len(per_class) == opts.classes_per_spec and all(
+                    v >= opts.copies for v in per_class.values()
+                ):
+                    break
+            spec.nodes = np.array(sorted(set(chosen) | used), dtype=np.int64)
+        return list(groups.values())
+
+
+class _BatchModel:
+    """The CP-SAT model of one batch: integer counts per (task shape, node[, device]).
+
+    Fragmentation is F of §6, exact for typical tasks of one GPU: per device a piecewise-linear
+    φ(r) on intervals split at the typical shares (an interval boolean and an interval part
+    per piece), plus, on nodes where the batch can push free CPU below a typical task's CPU,
+    that task's usable milli added back when it happens (``v ≥ U − BIG·e``, which the
+    objective keeps tight). Multi-GPU typical tasks are read on the state before the batch.
+    """
+
+    def __init__(
+        self,
+        state: Online,
+        specs: Sequence[_Spec],
+        hint: Sequence[Choice | None],
+        options: BatchOptions,
+    ) -> None:
+        from ortools.sat.python import cp_model
+
+        self.cp = cp_model
+        self.model = cp_model.CpModel()
+        self.state, self.specs, self.options = state, specs, options
+        self.objective: list[Any] = []
+        self.hint_value = 0
+        self.offset = 0
+        self.vars: list[tuple[int, int, int, Any]] = []
+        """(spec index, node, device or −1, count variable)."""
+        self.on_node: dict[int, list[tuple[TraceTask, Any, int, int]]] = {}
+        """Per node: (task, count variable, its upper bound, its hint)."""
+        self.on_device: dict[tuple[int, int], list[tuple[int, Any, int]]] = {}
+        """Per device: (milli per unit, variable, hint)."""
+        self.pieces: dict[tuple[int, int], list[tuple[int, Any, int]]] = {}
+        """Per device: (interval start, interval part, hint) of its free milli."""
+        self.whole_devices: dict[int, list[tuple[int, Any]]] = {}
+        self.steps: dict[int, tuple[list[int], list[float]]] = {}
+        self._counts(hint)
+        self._whole(hint)
+        self._node_limits()
+        self._device_frag()
+        self._cpu_frag()
+        self.model.maximize(sum(self.objective) + self.offset)
+        self.hint_value += self.offset
+
+    def _counts(self, hint: Sequence[Choice | None]) -> None:
+        cluster = self.state.cluster
+        hinted: dict[tuple[int, int, int], int] = {}
+        for si, spec in enumerate(self.specs):
+            for i in spec.members:
+                choice = hint[i]
+                if choice is not None:
+                    node, devices = choice
+                    d = devices[0] if spec.task.fractional else -1
+                    hinted[(si, node, d)] = hinted.get((si, node, d), 0) + 1
+        gain = FRAG_SCALE * self.options.alloc_weight
+        for si, spec in enumerate(self.specs):
+            t = spec.task
+            mine = []
+            for n in spec.nodes.tolist():
+                cap = len(spec.members)
+                if t.cpu_milli:
+                    cap = min(cap, int(cluster.cpu[n]) // t.cpu_milli)
+                if t.memory_mib:
+                    cap = min(cap, int(cluster.mem[n]) // t.memory_mib)
+                slots: list[tuple[int, int]] = []
+                if t.fractional:
+                    for d in range(int(cluster.gpu_count[n])):
+                        free = int(cluster.gpus[n, d])
+                        if free >= t.gpu_milli:
+                            slots.append((d, min(cap, free // t.gpu_milli)))
+                elif t.num_gpu:
+                    full = int((cluster.gpus[n] == MILLI).sum())
+                    slots.append((-1, min(cap, full // t.num_gpu)))
+                else:
+                    slots.append((-1, cap))
+                for d, ub in slots:
+                    if ub <= 0:
+                        continue
+                    h = hinted.get((si, n, d), 0)
+                    var = self.model.new_int_var(0, ub, f"c{si}_{n}_{d}")
+                    self.model.add_hint(var, h)
+                    self.vars.append((si, n, d, var))
+                    mine.append(var)
+                    self.objective.append(gain * t.gpu_request * var)
+                    self.hint_value += gain * t.gpu_request * h
+                    self.on_node.setdefault(n, []).append((t, var, ub, h))
+                    if t.fractional:
+                        self.on_device.setdefault((n, d), []).append((t.gpu_milli, var, h))
+            if mine:
+                self.model.add(sum(mine) <= len(spec.members))
+
+    def _whole(self, hint: Sequence[Choice | None]) -> None:
+        """Whole-GPU tasks take free devices: one boolean per free device of the node."""
+        cluster = self.state.cluster
+        taken: dict[int, set[int]] = {}
+        for spec in self.specs:
+            if spec.task.num_gpu and not spec.task.fractional:
+                for i in spec.members:
+                    choice = hint[i]
+                    if choice is not None:
+                        taken.setdefault(choice[0], set()).update(choice[1])
+        for n, terms in self.on_node.items():
+            whole = [(t.num_gpu, v) for t, v, _, _ in terms if t.num_gpu and not t.fractional]
+            if not whole:
+                continue
+            zs = []
+            for d in range(int(cluster.gpu_count[n])):
+                if cluster.gpus[n, d] == MILLI:
+                    z = self.model.new_bool_var(f"z{n}_{d}")
+                    h = int(d in taken.get(n, ()))
+                    self.model.add_hint(z, h)
+                    zs.append((d, z))
+                    self.on_device.setdefault((n, d), []).append((MILLI, z, h))
+            self.whole_devices[n] = zs
+            self.model.add(sum(z for _, z in zs) == sum(k * v for k, v in whole))
+
+    def _node_limits(self) -> None:
+        cluster = self.state.cluster
+        for n, terms in self.on_node.items():
+            if sum(t.cpu_milli * ub for t, _, ub, _ in terms) > cluster.cpu[n]:
+                self.model.add(sum(t.cpu_milli * v for t, v, _, _ in terms) <= int(cluster.cpu[n]))
+            if sum(t.memory_mib * ub for t, _, ub, _ in terms) > cluster.mem[n]:
+                self.model.add(sum(t.memory_mib * v for t, v, _, _ in terms) <= int(cluster.mem[n]))
+
+    def _node_steps(self, n: int) -> tuple[list[int], list[float]]:
+        if n not in self.steps:
+            cluster = self.state.cluster
+            full = int((cluster.gpus[n] == MILLI).sum())
+            self.steps[n] = device_frag_steps(
+                self.state.classes.typ, int(cluster.model[n]), int(cluster.cpu[n]), full
+            )
+        return self.steps[n]
+
+    def _device_frag(self) -> None:
+        """φ(r) of every device the batch may change, piecewise linear in its free milli."""
+        cluster = self.state.cluster
+        for (n, d), terms in self.on_device.items():
+            free = int(cluster.gpus[n, d])
+            starts, weights = self._node_steps(n)
+            left_hint = free - sum(q * h for q, _, h in terms)
+            pieces, parts, record = [], [], []
+            for j, lo in enumerate(starts):
+                if lo > free:
+                    break
+                hi = min(starts[j + 1] - 1, free) if j + 1 < len(starts) else free
+                coef = round(FRAG_SCALE * weights[j])
+                on = self.model.new_bool_var(f"a{n}_{d}_{j}")
+                part = self.model.new_int_var(0, hi, f"p{n}_{d}_{j}")
+                self.model.add(part >= lo * on)
+                self.model.add(part <= hi * on)
+                inside = lo <= left_hint <= hi
+                self.model.add_hint(on, int(inside))
+                self.model.add_hint(part, left_hint if inside else 0)
+                pieces.append(on)
+                parts.append(part)
+                record.append((lo, part, left_hint if inside else 0))
+                self.objective.append(-coef * part)
+                self.hint_value -= coef * left_hint if inside else 0
+                if lo <= free <= hi:
+                    self.offset += coef * free
+            self.pieces[(n, d)] = record
+            self.model.add_exactly_one(pieces)
+            self.model.add(sum(parts) == free - sum(q * v for q, v, _ in terms))
+
+    def _cpu_frag(self) -> None:
+        """Typical tasks the batch's CPU use can stop fitting: their usable milli becomes
+        fragment (``v ≥ U − BIG·e``, e = "free CPU stays ≥ c")."""
+        cluster, typ = self.state.cluster, self.state.classes.typ
+        for n, terms in self.on_node.items():
+            cpu = int(cluster.cpu[n])
+            lowest = cpu - sum(t.cpu_milli * ub for t, _, ub, _ in terms)
+            cpu_hint = cpu - sum(t.cpu_milli * h for t, _, _, h in terms)
+            model = int(cluster.model[n])
+            risky = typ.gpu & typ.allowed[:, model] & (typ.cpu <= cpu) & (typ.cpu > lowest)
+            risky &= typ.count == 1
+            if not risky.any():
+                continue
+            used = sum(t.cpu_milli * v for t, v, _, _ in terms)
+            big = int(MILLI * cluster.gpu_count[n])
+            for c in sorted({int(x) for x in typ.cpu[risky]}):
+                keep = self.model.new_bool_var(f"e{n}_{c}")
+                self.model.add(used <= cpu - c).only_enforce_if(keep)
+                keep_hint = cpu_hint >= c
+                self.model.add_hint(keep, int(keep_hint))
+                for q in sorted({int(x) for x in typ.milli[risky & (typ.cpu == c)]}):
+                    weight = float(typ.weight[risky & (typ.cpu == c) & (typ.milli == q)].sum())
+                    usable, usable_hint = self._usable(n, q)
+                    lost = self.model.new_int_var(0, big, f"v{n}_{c}_{q}")
+                    self.model.add(lost >= usable - big * keep)
+                    lost_hint = 0 if keep_hint else usable_hint
+                    self.model.add_hint(lost, lost_hint)
+                    coef = round(FRAG_SCALE * weight)
+                    self.objective.append(-coef * lost)
+                    self.hint_value -= coef * lost_hint
+
+    def _usable(self, n: int, q: int) -> tuple[Any, int]:
+        """Σ over the node's devices of the free milli on devices with at least q free."""
+        cluster = self.state.cluster
+        expr: Any = 0
+        hint = 0
+        for d in range(int(cluster.gpu_count[n])):
+            record = self.pieces.get((n, d))
+            if record is None:
+                free = int(cluster.gpus[n, d])
+                if free >= q:
+                    expr += free
+                    hint += free
+                continue
+            for lo, part, h in record:
+                if lo >= q:
+                    expr += part
+                    hint += h
+        return expr, hint
+
+    def run(self) -> tuple[list[Choice | None] | None, dict[str, Any]]:
+        solver = self.cp.CpSolver()
+        p = solver.parameters
+        p.max_time_in_seconds = self.options.time_limit
+        p.num_workers = self.options.workers
+        p.random_seed = self.options.seed
+        status = solver.solve(self.model)
+        info: dict[str, Any] = {
+            "status": solver.status_name(status),
+            "hint": self.hint_value,
+            "variables": len(self.model.proto.variables),
+        }
+        if status not in (self.cp.OPTIMAL, self.cp.FEASIBLE):
+            return None, info
+        info["objective"] = solver.objective_value
+        info["bound"] = solver.best_objective_bound
+        if solver.objective_value <= self.hint_value:
+            return None, info
+        return self.extract(solver), info
+
+    def extract(self, solver: Any) -> list[Choice | None]:
+        count = sum(len(s.members) for s in self.specs)
+        out: list[Choice | None] = [None] * count
+        queues = [list(s.members) for s in self.specs]
+        wholes: dict[int, list[int]] = {
+            n: [d for d, z in zs if solver.value(z)] for n, zs in self.whole_devices.items()
+        }
+        for si, n, d, var in self.vars:
+            task = self.specs[si].task
+            for _ in range(solver.value(var)):
+                i = queues[si].pop(0)
+                if task.fractional:
+                    out[i] = (n, (d,))
+                elif task.num_gpu:
+                    taken, wholes[n] = wholes[n][: task.num_gpu], wholes[n][task.num_gpu :]
+                    out[i] = (n, tuple(taken))
+                else:
+                    out[i] = (n, ())
+        return out
+
+
+def run_batched(
+    solver: BatchSolver,
+    name: str,
+    nodes: Sequence[TraceNode],
+    sequence: Sequence[TraceTask],
+    rank: Sequence[int],
+    typ: Typical,
+    seed: int = 0,
+    arrival: float = 0.0,
+) -> RunResult:
+    """Arrivals in batches of ``size``; a batch is placed at once, then never revisited. The
+    log still has one point per task, in arrival order."""
+    start = time.perf_counter()
+    state = new_state(nodes, typ, rank, seed)
+    cluster, classes = state.cluster, state.classes
+    n = len(sequence)
+    arrived = np.zeros(n, dtype=np.int64)
+    allocated = np.zeros(n, dtype=np.int64)
+    frag = np.zeros(n, dtype=np.float64)
+    placed = np.full(n, -1, dtype=np.int64)
+    total_arrived, total_allocated, total_frag = 0, cluster.allocated, classes.total_frag()
+    size = solver.options.size
+    for first in range(0, n, size):
+        batch = sequence[first : first + size]
+        choices = solver.solve(state, batch)
+        for j, (task, choice) in enumerate(zip(batch, choices, strict=True)):
+            i = first + j
+            total_arrived += task.gpu_request
+            if choice is not None:
+                node, devices = choice
+                before = classes.frag[classes.of_node[node]]
+                cluster.place(node, task, devices)
+                classes.update(cluster, node)
+                total_frag += classes.frag[classes.of_node[node]] - before
+                total_allocated += task.gpu_request
+                placed[i] = node
+            arrived[i], allocated[i], frag[i] = total_arrived, total_allocated, total_frag
+    assert (cluster.cpu >= 0).all() and (cluster.mem >= 0).all() and (cluster.gpus >= 0).all()
+    return RunResult(
+        name,
+        seed,
+        arrival,
+        int((cluster.gpu_count * MILLI).sum()),
+        arrived,
+        allocated,
+        frag,
+        placed,
+        time.perf_counter() - start,
+        {"batches": solver.stats},
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Offline (track B): everything that arrived, known at once
+
+
+@dataclass(frozen=True)
+class OfflineResult:
+    feasible_milli: int
+    """Allocated by the offline heuristic (FGD over the arrivals sorted by decreasing size)."""
+    bound_milli: int
+    """CP-SAT's proven upper bound on the relaxation by node shape: no placement can exceed it."""
+    status: str
+    wall_seconds: float
+
+
+def offline(
+    nodes: Sequence[TraceNode],
+    sequence: Sequence[TraceTask],
+    rank: Sequence[int],
+    typ: Typical,
+    time_limit: float = 60.0,
+    workers: int = 2,
+) -> OfflineResult:
+    """An upper limit for any placement of the arrivals, and a feasible offline placement.
+
+    The bound relaxes per-node and per-device packing to per-shape totals (CPU, memory, GPU
+    milli, whole devices; a multi-GPU task needs a node of the shape with that many devices;
+    at most one task above 500 milli per device), so it is valid but optimistic.
+    """
+    from ortools.sat.python import cp_model
+
+    start = time.perf_counter()
+    ordered = sorted(sequence, key=lambda t: -t.gpu_request)
+    feasible = run_online(Fgd(), "offline", nodes, ordered, rank, typ)
+    shapes: dict[tuple[str, int, int, int], int] = {}
+    for n in nodes:
+        key = (n.model, n.gpus, n.cpu_milli, n.memory_mib)
+        shapes[key] = shapes.get(key, 0) + 1
+    specs: dict[tuple[int, int, int, int, tuple[str, ...]], int] = {}
+    for t in sequence:
+        specs[_fields(t)] = specs.get(_fields(t), 0) + 1
+    model = cp_model.CpModel()
+    placed: dict[tuple[int, int, int, int, tuple[str, ...]], list[Any]] = {s: [] for s in specs}
+    gain = []
+    for (model_name, gpus, cpu, mem), count in shapes.items():
+        terms: list[tuple[tuple[int, int, int, int, tuple[str, ...]], Any]] = []
+        for spec, many in specs.items():
+            c, m, k, q, models = spec
+            if c > cpu or m > mem or k > gpus or (models and k and model_name not in models):
+                continue
+            per_node = min(cpu // c if c else many, mem // m if m else many)
+            if k:
+                per_node = min(per_node, (gpus // k) * (MILLI // q))
+            var = model.new_int_var(0, min(many, per_node * count), "x")
+            terms.append((spec, var))
+            placed[spec].append(var)
+            gain.append(k * q * var)
+        if not terms:
+            continue
+        model.add(sum(s[0] * v for s, v in terms) <= cpu * count)
+        model.add(sum(s[1] * v for s, v in terms) <= mem * count)
+        model.add(sum(s[2] * s[3] * v for s, v in terms) <= MILLI * gpus * count)
+        model.add(sum(s[2] * v for s, v in terms if s[3] > MILLI // 2) <= gpus * count)
+    for spec, vars_ in placed.items():
+        if vars_:
+            model.add(sum(vars_) <= specs[spec])
+    model.maximize(sum(gain))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = time_limit
+    solver.parameters.num_workers = workers
+    status = solver.solve(model)
+    return OfflineResult(
+        int(feasible.allocated[-1]),
+        int(solver.best_objective_bound),
+        solver.status_name(status),
+        time.perf_counter() - start,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point for benchmarks
+
+
+ONLINE_POLICIES = ("random", "dotprod", "bestfit", "fgd", "volcano")
+FAILURE_CLASSES = ("cpu-only", "share", "1-gpu", "2-gpu", "4-gpu", "8-gpu")
+
+
+def failure_class(task: TraceTask) -> str:
+    if not task.num_gpu:
+        return "cpu-only"
+    return "share" if task.fractional else f"{task.num_gpu}-gpu"
+
+
+def run_policy(
+    policy: str,
+    nodes: Sequence[TraceNode],
+    tasks: Sequence[TraceTask],
+    seed: int,
+    arrival: float,
+    batch: BatchOptions | None = None,
+) -> RunResult:
+    """One online or batch policy on the arrivals of one seed (typical tasks from ``tasks``,
+    the original list)."""
+    drawn = draw(tasks, len(nodes), seed, arrival, capacity_milli(nodes))
+    cluster = Cluster.of(nodes)
+    typ = typical_tasks(tasks, cluster.models)
+    if policy == "cpsat-batch":
+        solver = BatchSolver(batch or BatchOptions(seed=seed))
+        result = run_batched(
+            solver, policy, nodes, drawn.tasks, drawn.node_rank, typ, seed, arrival
+        )
+    else:
+        chosen: Policy
+        if policy == "fgd":
+            chosen = Fgd()
+        elif policy == "volcano":
+            chosen = VolcanoDefault(cluster, seed)
+        else:
+            chosen = {"random": random_policy, "dotprod": dotprod, "bestfit": bestfit}[policy]
+        result = run_online(chosen, policy, nodes, drawn.tasks, drawn.node_rank, typ, seed, arrival)
+    result.extra["failures"] = failures(result, drawn.tasks)
+    return result
+
+
+def failures(result: RunResult, sequence: Sequence[TraceTask]) -> dict[str, dict[str, int]]:
+    """Dropped tasks and their GPU demand (milli) by class (§7.4 item 4)."""
+    out = {c: {"tasks": 0, "milli": 0} for c in FAILURE_CLASSES}
+    for task, node in zip(sequence, result.placed.tolist(), strict=True):
+        if node < 0:
+            entry = out[failure_class(task)]
+            entry["tasks"] += 1
+            entry["milli"] += task.gpu_request
+    return out

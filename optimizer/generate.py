@@ -201,6 +201,9 @@ class PodSpec:
 
 @dataclass
 class _Job:
+    """One job as drawn; mutable, because the budget trims it and running jobs get their
+    placements after the draw."""
+
     name: str
     queue: str
     task: str
@@ -342,6 +345,8 @@ class _Node:
 
 @dataclass
 class _Cluster:
+    """The nodes, by rack and by tier-2 group, while the running workload is laid out."""
+
     shape: Shape
     nodes: list[_Node]
     racks: list[list[_Node]]
@@ -612,7 +617,8 @@ class _Mix:
         tier = 1 if rng.random() < 0.6 else 2
         product = rng.choice(self.products) if rng.random() < 0.5 else ""
         most = min(MAX_GANG, self.cluster.largest(tier, product, 8) // 2)
-        if most < 2:
+        if most < 2:  # no domain of the tier could hold even two pods: make it a soft gang
+            job.name = f"soft-{self.count:05d}"
             self._soft(job, small)
             return
         job.pod = PodSpec(8)

@@ -29,10 +29,11 @@ from models.gpu import FULL_CORES, GpuDevice, GpuRequest
 from models.instance import Instance
 from models.queues import capacity_flat, capacity_hierarchical
 from models.resources import PODS, Resources, format_amount
+from models.scheduler_conf import SchedulerConf
 from models.tdm import (
     MAX_UNAVAILABLE_KEYS,
     MIN_AVAILABLE_KEYS,
-    max_evictable,
+    job_eviction_budget,
     node_zone,
     parse_go_bool,
     pod_preemptable,
@@ -902,7 +903,7 @@ def _budget_problems(ctx: _Context) -> Iterator[Violation]:
         if not (_has_budget(job) or any(e.reason == TDM_REASON for e in evictions)):
             continue
         running = sum(1 for p in job.pods if p.running)
-        allowed = max_evictable(job.annotations, job.replicas, running, 0)
+        allowed = job_eviction_budget(job.annotations, job.replicas, running, 0)
         if len(evictions) > allowed:
             yield Violation(
                 "eviction-allowed",
@@ -911,10 +912,28 @@ def _budget_problems(ctx: _Context) -> Iterator[Violation]:
             )
 
 
+_TIER_RECLAIMERS = ("gang", "conformance")
+"""Plugins whose ``Reclaimable`` answer, when non-empty in an earlier tier, is final (§8.2)."""
+
+
+def _capacity_decides_reclaim(conf: SchedulerConf) -> bool:
+    """Volcano walks ``Reclaimable`` tier by tier and a non-empty tier answer is final (spec
+    §8.2, §9.4): with gang or conformance reclaiming in a tier before capacity's, capacity's
+    guarantee check may never be consulted, so Volcano itself can evict below a guarantee."""
+    for tier in conf.tiers:
+        names = {option.name: option for option in tier}
+        if "capacity" in names:
+            return True
+        if any(n in names and names[n].enabled("Reclaimable") for n in _TIER_RECLAIMERS):
+            return False
+    return False
+
+
 def _guarantee_problems(ctx: _Context) -> Iterator[Violation]:
-    """With capacity, a queue that loses pods keeps Σ Resreq of its bound pods ≥ its guarantee
-    on every resource the guarantee names (capacity ``Reclaimable``, §5.4 step 2)."""
-    if not ctx.instance.scheduler.has("capacity"):
+    """With capacity deciding reclaim, a queue that loses pods keeps Σ Resreq of its bound pods
+    ≥ its guarantee on every resource the guarantee names (capacity ``Reclaimable``, §5.4
+    step 2)."""
+    if not _capacity_decides_reclaim(ctx.instance.scheduler):
         return
     tree = ctx.instance.queue_tree
     losing = {

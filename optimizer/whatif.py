@@ -220,18 +220,21 @@ def sweep(
     seed: int = 0,
     scheduler_address: str | None = None,
     progress: bool = True,
+    options: SolveOptions | None = None,
 ) -> pd.DataFrame:
     """Solve every variant with every engine; one row per (variant, engine).
 
     A variant is an instance or a function of the base instance. CP-SAT runs with ``workers``
-    threads per solve; Dask runs solves side by side, on a local cluster unless
-    ``scheduler_address`` names an existing one.
+    threads per solve (or with ``options`` when given, e.g. to switch on the TDM look-ahead);
+    Dask runs solves side by side, on a local cluster unless ``scheduler_address`` names an
+    existing one.
     """
     from dask.distributed import Client, LocalCluster, as_completed
 
     items = list(variants.items()) if isinstance(variants, Mapping) else list(variants)
     built = [(name, v(instance) if callable(v) else v) for name, v in items]
-    options = SolveOptions(time_limit=time_limit, workers=workers, seed=seed, quiet=True)
+    if options is None:
+        options = SolveOptions(time_limit=time_limit, workers=workers, seed=seed, quiet=True)
     cluster = None
     if scheduler_address is None:
         cluster = LocalCluster(

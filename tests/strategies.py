@@ -39,7 +39,13 @@ DEVICE_MEMORY = (16384, 24576, 40960, 81920)
 QUOTA_PLUGINS = ("helm-default", "proportion", "capacity", "capacity-hierarchy")
 
 _NODE_CPU = (("2", 2000), ("4", 4000), ("8", 8000), ("16", 16000), ("32", 32000))
-_NODE_MEMORY = (("8Gi", 8 * GIB), ("16Gi", 16 * GIB), ("32Gi", 32 * GIB), ("64Gi", 64 * GIB), ("128Gi", 128 * GIB))
+_NODE_MEMORY = (
+    ("8Gi", 8 * GIB),
+    ("16Gi", 16 * GIB),
+    ("32Gi", 32 * GIB),
+    ("64Gi", 64 * GIB),
+    ("128Gi", 128 * GIB),
+)
 _NODE_PODS = (3, 8, 110)
 _POD_CPU = (("250m", 250), ("500m", 500), ("1", 1000), ("2", 2000), ("4", 4000))
 _POD_MEMORY = (("512Mi", 512 * MIB), ("1Gi", GIB), ("2Gi", 2 * GIB), ("8Gi", 8 * GIB))
@@ -583,9 +589,7 @@ def instances(draw: st.DrawFn) -> dict[str, Any]:
         )
         for n in nodes
     }
-    jobs = [
-        draw(_job(i, leaves, features, nodes, free)) for i in range(draw(st.integers(1, 6)))
-    ]
+    jobs = [draw(_job(i, leaves, features, nodes, free)) for i in range(draw(st.integers(1, 6)))]
     doc: dict[str, Any] = {
         "apiVersion": "vcopt/v1alpha1",
         "kind": "Instance",

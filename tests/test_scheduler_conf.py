@@ -53,11 +53,13 @@ def test_unknown_action_is_an_error_at_its_path() -> None:
 
 
 def test_volcano_actions_vcopt_does_not_model_are_warnings() -> None:
-    conf, diag = parse({"actions": "enqueue, shuffle, allocate"})
-    assert conf.actions == ("enqueue", "allocate")
+    """gangpreempt is a real Volcano action vcopt does not model: dropped with a warning;
+    shuffle (TDM's evictions, §6) is modelled and kept in place."""
+    conf, diag = parse({"actions": "enqueue, gangpreempt, allocate, shuffle"})
+    assert conf.actions == ("enqueue", "allocate", "shuffle")
     assert diag.errors == []
     [warning] = diag.warnings
-    assert "shuffle" in warning.message
+    assert "gangpreempt" in warning.message
 
 
 @pytest.mark.parametrize(

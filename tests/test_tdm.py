@@ -20,6 +20,7 @@ from models.tdm import (
     ZONE_LABEL,
     TdmConfig,
     Window,
+    job_eviction_budget,
     job_preemptable,
     max_evictable,
     node_zone,
@@ -560,3 +561,17 @@ def test_max_evictable(
 ) -> None:
     """Volcano ``getMaxPodEvictNum`` with ``parseIntStr``; each row's arithmetic is above it."""
     assert max_evictable(annotations, total, running, finished) == expected
+
+
+def test_job_budget_with_both_annotations_follows_extract_budget() -> None:
+    """Volcano's ``extractBudget`` keeps only the minAvailable budget when a PodGroup has both
+    (spec §6), so getMaxPodEvictNum never sees the maxUnavailable one: minAvailable "3" with
+    5 running → 5 − 3 = 2, although maxUnavailable "30%" alone would give ⌈0.3·10⌉ − 5 = 0
+    (10 tasks, 5 running, none finished: 5 already unavailable ≥ 3). ``max_evictable`` given
+    both directly still lets maxUnavailable win (the function-level rule of seed 002 Q3)."""
+    both = {
+        "volcano.sh/jdb-min-available": "3",
+        "volcano.sh/jdb-max-unavailable": "30%",
+    }
+    assert job_eviction_budget(both, total_tasks=10, running=5, finished=0) == 2
+    assert max_evictable(both, total_tasks=10, running=5, finished=0) == 0

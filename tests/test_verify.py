@@ -1095,12 +1095,28 @@ def test_eviction_budget_applies_to_tdm_evictions_by_default() -> None:
     assert [v.rule for v in verify(build(), Plan(evictions=tdm))] == ["eviction-allowed"]
 
 
+def _capacity_reclaims(doc: Doc) -> None:
+    """gang and conformance stop answering Reclaimable, so capacity's tier decides reclaim."""
+    for option in doc["scheduler"]["tiers"][0]["plugins"]:
+        if option["name"] in ("gang", "conformance"):
+            option["enableReclaimable"] = False
+
+
 def test_eviction_guarantee() -> None:
     """team-b's guarantee is cpu 2 and steady holds exactly 2 × 1 cpu: reclaiming one leaves 1.
-    Preempt (inside the queue) does not consult the guarantee."""
-    found = verify(build(), Plan(evictions=(evict("steady-w-0", "n3"),)))
+    With capacity deciding reclaim that breaks the guarantee; preempt (inside the queue) does
+    not consult the guarantee."""
+    instance = build(_capacity_reclaims)
+    found = verify(instance, Plan(evictions=(evict("steady-w-0", "n3"),)))
     assert [v.message for v in found] == ["queue team-b: cpu 1 left after evictions < guarantee 2"]
-    assert verify(build(), Plan(evictions=(evict("steady-w-0", "n3", "preempt"),))) == []
+    assert verify(instance, Plan(evictions=(evict("steady-w-0", "n3", "preempt"),))) == []
+
+
+def test_eviction_guarantee_not_protected_when_gang_tier_decides() -> None:
+    """In the base conf gang and conformance answer Reclaimable in tier 1, before capacity: a
+    non-empty tier-1 answer is final and capacity's guarantee check is never consulted (spec
+    §8.2, §9.4), so Volcano itself may reclaim below a guarantee and the plan is allowed."""
+    assert verify(build(), Plan(evictions=(evict("steady-w-0", "n3"),))) == []
 
 
 # -- the contract -------------------------------------------------------------------------------

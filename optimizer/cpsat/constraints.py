@@ -20,7 +20,7 @@ from ortools.sat.python import cp_model
 from models.gpu import FULL_CORES, GpuRequest
 
 from .data import Compiled, model_units
-from .variables import Expr, Linear, Values, Variables
+from .variables import Expr, Linear, Variables
 
 IntVar = cp_model.IntVar
 
@@ -91,18 +91,19 @@ def pod_count(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
 def gpu_capacity(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
     """Device-level sharing (hami-gpu §3.4): each container gets ``nums`` distinct devices (on
     one NUMA node when bound), and per device slots, memory, cores, exclusive use and the
-    zero-core rule hold."""
+    zero-core rule hold. Whole-device containers take devices that carry nothing else: per
+    node, the whole devices taken plus the occupied devices fit in the device pool."""
     for g in data.groups:
         for n in g.nodes:
             for c, request in enumerate(g.gpus):
-                _container_devices(m, v, data, g.index, c, n, request.nums)
-    holders: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
-    for i, r in enumerate(data.running):
-        for d, memory, cores in r.gpus:
-            holders.setdefault((r.node, d), []).append((i, memory, cores))
+                if not g.whole[n][c]:
+                    _container_devices(m, v, data, g.index, c, n, request.nums)
+    for n in v.whole:
+        occupied = [v.occupied_flag(n, d) for d in data.pool[n]]
+        m.add(v.whole_devices(n) + sum(occupied) <= len(data.pool[n]))
     for (n, d), users in v.device_users().items():
         device = data.nodes[n].gpus[d]
-        held = holders.get((n, d), [])
+        held = data.holders.get((n, d), [])
         gate = partial(v.device_used_flag, n, d)
         shares = [(data.groups[gi].size, data.groups[gi].gpus[c], var) for gi, c, var in users]
         slots = [(1, var, size) for size, _, var in shares]
@@ -177,17 +178,18 @@ def _exclusive_use(
 
 
 def gang(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
-    """All or nothing: new pods only for admitted jobs, and an admitted job ends with at least
-    minAvailable bound pods (and each role's minTaskMember) — spec/cpsat-practice.md B.2."""
+    """All or nothing: new pods only for admitted jobs (at most a task's pending pods per
+    task), and an admitted job ends with at least minAvailable bound pods (and each role's
+    minTaskMember) — spec/cpsat-practice.md B.2."""
     for job in data.jobs:
         groups = data.job_groups[job.key]
         if not groups:
             continue
         admit = v.admit[job.key]
-        pending = sum(data.groups[g].size for g in groups)
+        for g in groups:
+            m.add(v.placed(g) <= data.groups[g].size * admit)
         new = sum(v.placed(g) for g in groups)
         kept = sum(v.kept(i) for i in data.job_running[job.key])
-        m.add(new <= pending * admit)
         m.add(new >= admit)
         m.add(new + kept >= job.min_available * admit)
         if job.min_available < sum(job.min_task_member.values()):
@@ -267,37 +269,59 @@ def queue_leaf(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
 def eviction_allowed(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
     """Evict only what Volcano's rules could: preemptable pods (static), within disruption
     budgets, leaving a job either gone or at its minAvailable (gang), never below a queue's
-    guarantee, by preempt only for a higher-priority admitted job of the same queue, by reclaim
-    only from a reclaimable queue above its deserved, for an admitted job of another queue, and
-    only down to that deserved."""
+    guarantee; by preempt only when the queue has a pending job of higher priority than the
+    victim's, by reclaim only from a reclaimable queue above its deserved while another queue
+    has pending work, and only down to that deserved.
+
+    Like Volcano, which evicts and only pipelines the preemptor, the rules do not require the
+    beneficiary to be placed in the same plan: an eviction that places nothing lowers the
+    work stage, so the objective never makes one, and a greedy plan that preempts or
+    reclaims stays a feasible hint.
+    """
     if not v.evict:
         return
     for job in data.jobs:
         _job_evictions(m, v, data, job.key)
-    actions = set(data.instance.scheduler.actions)
     by_queue: dict[str, list[int]] = {}
     for i in v.evict:
         by_queue.setdefault(data.running[i].job.queue, []).append(i)
     for queue, pods in by_queue.items():
-        flags = [v.evict[i] for i in pods]
-        guarded = v.any_positive(f"evicts_from[{queue}]", list(flags), [1] * len(flags))
-        _keep_at_least(m, v, data, queue, data.queue_guarantee.get(queue, {}), guarded)
-        reclaimable = None
-        if "reclaim" in actions and _above_deserved(data, queue):
-            reclaimable = _reclaim_source(m, v, data, queue)
+        guarantee = _floors(v, data, queue, data.queue_guarantee.get(queue, {}))
+        if guarantee:
+            flags: list[Expr] = [v.evict[i] for i in pods]
+            guarded = v.any_positive(f"evicts_from[{queue}]", flags, [1] * len(flags))
+            for expr, target in guarantee:
+                m.add(expr >= target).only_enforce_if(guarded)
+        reclaim = _reclaim_source(m, v, data, queue) if can_reclaim(data, queue) else None
         for i in pods:
-            sources: list[IntVar] = [reclaimable] if reclaimable is not None else []
-            if "preempt" in actions:
-                victim = data.running[i].job
-                sources += [
-                    v.admit[j.key]
-                    for j in data.jobs
-                    if j.queue == queue and j.key in v.admit and j.priority > victim.priority
-                ]
-            if sources:
-                m.add(v.evict[i] <= sum(sources))
+            if can_preempt(data, i):
+                continue
+            if reclaim is not None:
+                m.add(v.evict[i] <= reclaim)
             else:
                 m.add(v.evict[i] == 0)
+
+
+def can_preempt(data: Compiled, i: int) -> bool:
+    """Preempt may take running pod ``i``: a job of its queue with pending pods has a higher
+    priority than the victim's job."""
+    if "preempt" not in data.instance.scheduler.actions:
+        return False
+    victim = data.running[i].job
+    return any(
+        j.queue == victim.queue and data.job_groups[j.key] and j.priority > victim.priority
+        for j in data.jobs
+    )
+
+
+def can_reclaim(data: Compiled, queue: str) -> bool:
+    """Reclaim may take from ``queue``: reclaim is configured, the queue is reclaimable and
+    above its deserved, and another queue has pending pods."""
+    return (
+        "reclaim" in data.instance.scheduler.actions
+        and _above_deserved(data, queue)
+        and any(j.queue != queue and data.job_groups[j.key] for j in data.jobs)
+    )
 
 
 def _job_evictions(m: cp_model.CpModel, v: Variables, data: Compiled, job: str) -> None:
@@ -316,18 +340,14 @@ def _job_evictions(m: cp_model.CpModel, v: Variables, data: Compiled, job: str) 
 
 
 def _reclaim_source(m: cp_model.CpModel, v: Variables, data: Compiled, queue: str) -> IntVar:
-    """The literal "reclaim may take from ``queue``": it needs an admitted job of another queue
-    and keeps the queue at min(deserved, current) on every deserved resource."""
-    reclaimers = [v.admit[j.key] for j in data.jobs if j.queue != queue and j.key in v.admit]
+    """The literal "reclaim takes from ``queue``": it keeps the queue at min(deserved, current)
+    on every deserved resource."""
     rules = _floors(v, data, queue, data.queue_deserved.get(queue, {}), floor_current=True)
     linear = [(Linear(expr), target) for expr, target in rules]
-
-    def derive(vals: Values) -> int:
-        holds = all(expr.value(vals) >= target for expr, target in linear)
-        return int(holds and any(vals[a.index] for a in reclaimers))
-
-    flag = v.aux_bool(f"reclaimable[{queue}]", derive)
-    m.add(flag <= sum(reclaimers))
+    flag = v.aux_bool(
+        f"reclaim[{queue}]",
+        lambda vals: int(all(expr.value(vals) >= target for expr, target in linear)),
+    )
     for expr, target in rules:
         m.add(expr >= target).only_enforce_if(flag)
     return flag
@@ -352,7 +372,12 @@ def _above_deserved(data: Compiled, queue: str) -> bool:
 
 
 def _floors(
-    v: Variables, data: Compiled, queue: str, floor: dict[str, int], *, floor_current: bool
+    v: Variables,
+    data: Compiled,
+    queue: str,
+    floor: dict[str, int],
+    *,
+    floor_current: bool = False,
 ) -> list[tuple[Expr, int]]:
     """(allocation expression, target) per resource of ``floor``: the queue's pods after the
     plan (rounded down) must reach the floor (or the current allocation where that is lower,
@@ -375,19 +400,6 @@ def _floors(
         )
         out.append((kept + new, target))
     return out
-
-
-def _keep_at_least(
-    m: cp_model.CpModel,
-    v: Variables,
-    data: Compiled,
-    queue: str,
-    floor: dict[str, int],
-    when: IntVar,
-) -> None:
-    """When ``when`` holds, the queue's allocation after the plan stays ≥ ``floor``."""
-    for expr, target in _floors(v, data, queue, floor, floor_current=False):
-        m.add(expr >= target).only_enforce_if(when)
 
 
 ALL = (

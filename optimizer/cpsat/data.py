@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from math import ceil
 
 from models.cluster import Node
-from models.gpu import GpuDevice, GpuRequest
+from models.gpu import GpuFilter, GpuRequest
 from models.instance import Instance
 from models.queues import QueueAttrs, capacity_flat, capacity_hierarchical, proportion_deserved
 from models.resources import INFINITE, MEMORY, PODS, Resources
 from models.tdm import (
     MAX_UNAVAILABLE_KEYS,
     MIN_AVAILABLE_KEYS,
-    max_evictable,
+    job_eviction_budget,
     node_zone,
     parse_go_bool,
     pod_preemptable,
@@ -42,6 +42,7 @@ UNLIMITED = 2**62
 PROTECTED_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 CORDON_ANNOTATION = "hami.io/device-cordon"
 NUMA_BIND_ANNOTATION = "nvidia.com/numa-bind"
+NO_FILTER = GpuFilter()
 
 
 def model_units(resources: Mapping[str, int], *, round_up: bool) -> dict[str, int]:
@@ -138,6 +139,8 @@ class Compiled:
     """Per node, the groups that may use it."""
     running_on: list[list[int]] = field(init=False)
     """Per node, the running pods on it."""
+    holders: dict[tuple[int, int], list[tuple[int, int, int]]] = field(init=False)
+    """(node, device) → (running pod, memory, cores) of every share running pods hold."""
 
     def __post_init__(self) -> None:
         self._node_index = {n.name: i for i, n in enumerate(self.nodes)}
@@ -146,8 +149,11 @@ class Compiled:
             for n in g.nodes:
                 self.groups_on[n].append(g.index)
         self.running_on = [[] for _ in self.nodes]
+        self.holders = {}
         for i, r in enumerate(self.running):
             self.running_on[r.node].append(i)
+            for d, memory, cores in r.gpus:
+                self.holders.setdefault((r.node, d), []).append((i, memory, cores))
 
     def node_index(self, name: str) -> int:
         return self._node_index[name]
@@ -197,19 +203,33 @@ def _device_pool(node: Node) -> list[int]:
     ]
 
 
-def _takes_whole(group: Group, request: GpuRequest, node: Node, pool: list[int]) -> bool:
-    """Whether a container needs, on every device of the node's pool, the whole memory and
-    fits alone: then which devices it gets does not matter, only that they are free of other
-    shares, and the model counts whole devices instead of choosing them. Containers with a
+class _WholeDevices:
+    """Whether a container needs, on every device of a node's pool, the whole memory and
+    fits alone: then which devices it gets does not matter, only that they carry no other
+    share, and the model counts whole devices instead of choosing them. Containers with a
     device filter narrower than the pool, or a NUMA binding that can bite, are chosen per
-    device."""
-    devices = [node.gpus[d] for d in pool]
-    if group.numa_bind and request.nums > 1 and len({d.numa for d in devices}) > 1:
-        return False
-    return all(
-        d.count >= 1 and request.memory_on(d.memory) == d.memory and request.booked_cores <= d.cores
-        for d in devices
-    )
+    device. Answers are cached per request and pool shape: nodes are mostly alike."""
+
+    def __init__(self) -> None:
+        self._cache: dict[tuple[bool, GpuRequest, tuple[tuple[int, int, int, int], ...]], bool] = {}
+
+    def __call__(self, numa_bind: bool, request: GpuRequest, node: Node, pool: list[int]) -> bool:
+        shape = tuple((d.count, d.memory, d.cores, d.numa) for d in (node.gpus[i] for i in pool))
+        key = (numa_bind, request, shape)
+        if key not in self._cache:
+            self._cache[key] = self._decide(numa_bind, request, shape)
+        return self._cache[key]
+
+    @staticmethod
+    def _decide(
+        numa_bind: bool, request: GpuRequest, shape: tuple[tuple[int, int, int, int], ...]
+    ) -> bool:
+        if numa_bind and request.nums > 1 and len({numa for *_, numa in shape}) > 1:
+            return False
+        return all(
+            count >= 1 and request.memory_on(memory) == memory and request.booked_cores <= cores
+            for count, memory, cores, _ in shape
+        )
 
 
 def _devices_fit(group: Group, node: Node, usable: list[int]) -> bool:
@@ -243,6 +263,7 @@ def compile_instance(instance: Instance, *, tdm_lookahead: bool = False) -> Comp
     job_running: dict[str, list[int]] = {}
     tdm = instance.tdm
     pools = [_device_pool(n) for n in nodes]
+    whole = _WholeDevices()
     evictions_on = bool(set(conf.actions) & {"preempt", "reclaim"})
     for job in instance.jobs:
         job_groups[job.key] = []
@@ -305,16 +326,14 @@ def compile_instance(instance: Instance, *, tdm_lookahead: bool = False) -> Comp
                         if closes is not None and instance.now + job.duration > closes:
                             continue
                 if group.gpus:
-                    usable = [
-                        d
-                        for d in pools[i]
-                        if task.gpu_filter is None or task.gpu_filter.allows(node.gpus[d])
-                    ]
+                    usable = pools[i]
+                    if task.gpu_filter is not None and task.gpu_filter != NO_FILTER:
+                        usable = [d for d in pools[i] if task.gpu_filter.allows(node.gpus[d])]
                     if not _devices_fit(group, node, usable):
                         continue
                     group.devices[i] = usable
                     group.whole[i] = [
-                        usable == pools[i] and _takes_whole(group, r, node, usable)
+                        usable == pools[i] and whole(group.numa_bind, r, node, usable)
                         for r in group.gpus
                     ]
                 group.nodes.append(i)
@@ -325,7 +344,7 @@ def compile_instance(instance: Instance, *, tdm_lookahead: bool = False) -> Comp
     for job in instance.jobs:
         if any(job.annotations.get(k) for k in (*MAX_UNAVAILABLE_KEYS, *MIN_AVAILABLE_KEYS)):
             running_count = sum(1 for p in job.pods if p.running)
-            budget[job.key] = max_evictable(job.annotations, job.replicas, running_count, 0)
+            budget[job.key] = job_eviction_budget(job.annotations, job.replicas, running_count, 0)
     levels, domains = topology_levels(instance)
     return Compiled(
         instance=instance,

@@ -62,6 +62,7 @@ class CpsatModel:
     """One instance compiled into a CP-SAT model with the objective stages the options keep."""
 
     def __init__(self, instance: Instance, options: SolveOptions) -> None:
+        self.started = time.perf_counter()
         self.instance = instance
         self.options = options
         self.data: Compiled = compile_instance(instance, tdm_lookahead=options.tdm_lookahead)
@@ -96,6 +97,8 @@ class CpsatModel:
             self.model.add_hint(self.model.get_int_var_from_proto_index(i), values.get(i, 0))
 
     def _core_values(self, plan: Plan) -> dict[int, int]:
+        """Counts, devices, admissions and evictions of ``plan`` (pipelined pods hold nothing
+        yet and are not hinted)."""
         data, v = self.data, self.vars
         values: dict[int, int] = {}
         group_of = {p.key: g for g in data.groups for p in g.pods}
@@ -181,53 +184,51 @@ class CpsatModel:
         return [(s, self.stages[s]) for s in self.active]
 
     def solve(self, greedy: Plan) -> Plan:
-        """Staged solve, hinted with and floored by ``greedy``."""
-        started = time.perf_counter()
+        """Staged solve, hinted with and floored by ``greedy``.
+
+        Each stage is hinted with the best solution so far, its auxiliaries re-derived from
+        its core values so that the hint is complete and tight, and the stage is then held at
+        that solution's value for the stages after it (also when the stage found nothing in
+        its budget, so later stages cannot trade the hinted value away).
+        """
         options = self.options
         greedy_values = evaluate(self.data, greedy)
-        self.hint_plan(greedy)
+        current = self.hint_plan(greedy)
         solver = cp_model.CpSolver()
-        best: list[int] | None = None
+        best: dict[int, int] | None = None
         statuses: dict[str, str] = {}
         first_bound: float | None = None
         first_objective: float | None = None
         objectives = self.objectives()
-        remaining = options.time_limit
+        shares = [STAGE_SHARE.get(name, 1.0) for name, _ in objectives]
+        remaining = options.time_limit - (time.perf_counter() - self.started)
         for position, (name, expr) in enumerate(objectives):
-            later = sum(STAGE_SHARE.get(s, 1.0) for s, _ in objectives[position:])
-            share = STAGE_SHARE.get(name, 1.0) / later
             if options.deterministic:
-                total = sum(STAGE_SHARE.get(s, 1.0) for s, _ in objectives)
-                budget = options.time_limit * STAGE_SHARE.get(name, 1.0) / total
+                budget = options.time_limit * shares[position] / sum(shares)
             else:
-                budget = remaining * share
+                budget = remaining * shares[position] / sum(shares[position:])
             self.model.maximize(expr)
             parameters(solver, options, budget, self.num_variables)
             tick = time.perf_counter()
-            callback = None if options.quiet else _Progress(name)
-            status = solver.solve(self.model, callback)
+            status = solver.solve(self.model, None if options.quiet else _Progress(name))
             remaining = max(0.0, remaining - (time.perf_counter() - tick))
             statuses[name] = STATUS.get(status, str(status))
-            if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                break
-            best = list(solver.response_proto.solution)
-            values = dict(enumerate(best))
-            if position == 0:
-                first_bound = solver.best_objective_bound
-                first_objective = solver.objective_value
+            if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                best = dict(enumerate(solver.response_proto.solution))
+                current = self.vars.complete({v.index: best[v.index] for v in self.vars.core()})
+                if position == 0:
+                    first_bound = solver.best_objective_bound
+                    first_objective = float(value_of(expr, best))
             if position + 1 < len(objectives):
-                self.model.add(expr >= value_of(expr, values))
-                core = {var.index: values[var.index] for var in self.vars.core()}
-                self._hint(self.vars.complete(core))
-        wall = time.perf_counter() - started
+                self.model.add(expr >= value_of(expr, current))
+                self._hint(current)
+        wall = time.perf_counter() - self.started
         first = objectives[0][0] if objectives else ""
         status = statuses.get(first, "UNKNOWN")
         if best is None:
-            return self._fallback(
-                greedy, greedy_values, status, "no CP-SAT solution", wall, statuses
-            )
-        values = dict(enumerate(best))
-        plan = self._plan_from(values)
+            reason = "no CP-SAT solution" if objectives else "every objective stage is off"
+            return self._fallback(greedy, greedy_values, status, reason, wall, statuses)
+        plan = self._plan_from(best)
         plan_values = evaluate(self.data, plan)
         if self._score(plan_values) <= self._score(greedy_values):
             return self._fallback(
@@ -246,7 +247,7 @@ class CpsatModel:
             bound=first_bound,
             gap=gap,
             workers=options.workers,
-            stages={s: float(value_of(self.stages[s], values)) for s in self.active},
+            stages={s: float(value_of(self.stages[s], best)) for s in self.active},
             variables=self.num_variables,
             constraints=self.num_constraints,
             message=self._message(statuses),
@@ -294,6 +295,7 @@ class CpsatModel:
     def _plan_from(self, values: Values) -> Plan:
         data, v = self.data, self.vars
         placements: list[Placement] = []
+        free: dict[int, list[int]] = {}
         for g in data.groups:
             pods = iter(g.pods)
             for n in g.nodes:
@@ -301,17 +303,24 @@ class CpsatModel:
                 if not count:
                     continue
                 node = data.nodes[n]
-                per_container = [self._split(values, g, c, n, count) for c in range(len(g.gpus))]
+                if n in v.whole and n not in free:
+                    free[n] = self._free_devices(values, n)
+                per_container = [
+                    [[] for _ in range(count)]
+                    if g.whole[n][c]
+                    else self._split(values, g, c, n, count)
+                    for c in range(len(g.gpus))
+                ]
                 for p in range(count):
                     shares: list[DeviceShare] = []
                     for c, request in enumerate(g.gpus):
-                        for d in per_container[c][p]:
+                        chosen = per_container[c][p]
+                        if g.whole[n][c]:
+                            chosen, free[n] = free[n][: request.nums], free[n][request.nums :]
+                        for d in chosen:
                             dev = node.gpus[d]
-                            shares.append(
-                                DeviceShare(
-                                    dev.id, request.memory_on(dev.memory), request.booked_cores
-                                )
-                            )
+                            memory = request.memory_on(dev.memory)
+                            shares.append(DeviceShare(dev.id, memory, request.booked_cores))
                     placements.append(Placement(next(pods).key, node.name, tuple(shares)))
         evictions = []
         for i, var in v.evict.items():
@@ -328,6 +337,21 @@ class CpsatModel:
             evictions=tuple(evictions),
         )
         return plan.replace(jobs=self._decisions(plan, values))
+
+    def _free_devices(self, values: Values, n: int) -> list[int]:
+        """The node's pool devices that carry no share after the plan, those running pods held
+        before first (taking them opens no new device)."""
+        v = self.vars
+        users = v.device_users()
+
+        def taken(d: int) -> bool:
+            if any(values[var.index] for _, _, var in users.get((n, d), [])):
+                return True
+            holders = self.data.holders.get((n, d), [])
+            return any(i not in v.evict or not values[v.evict[i].index] for i, _, _ in holders)
+
+        free = [d for d in self.data.pool[n] if not taken(d)]
+        return sorted(free, key=lambda d: ((n, d) not in self.data.holders, d))
 
     def _split(self, values: Values, g: Group, c: int, n: int, count: int) -> list[list[int]]:
         """The devices of container ``c`` for each of the ``count`` pods on node ``n``.
@@ -360,11 +384,17 @@ class CpsatModel:
         return out
 
     def _reason(self, values: Values, i: int) -> str:
-        r = self.data.running[i]
-        if "preempt" in self.instance.scheduler.actions and any(
+        """Preempt when a higher-priority job of the victim's queue gets in, else reclaim when
+        the queue can be reclaimed from, else preempt (Volcano's preempt also evicts before
+        the preemptor can bind)."""
+        victim = self.data.running[i].job
+        preemptor_in = any(
             values[self.vars.admit[j.key].index]
             for j in self.data.jobs
-            if j.queue == r.job.queue and j.key in self.vars.admit and j.priority > r.job.priority
+            if j.queue == victim.queue and j.key in self.vars.admit and j.priority > victim.priority
+        )
+        if constraints.can_preempt(self.data, i) and (
+            preemptor_in or not constraints.can_reclaim(self.data, victim.queue)
         ):
             return "preempt"
         return "reclaim"

@@ -151,11 +151,20 @@ def _topology(m: cp_model.CpModel, v: Variables, data: Compiled) -> Expr:
 
 
 def _packing(m: cp_model.CpModel, v: Variables, data: Compiled) -> Expr:
-    del m
-    held_devices = {(r.node, d) for r in data.running for d, _, _ in r.gpus}
-    devices = [
-        v.device_used_flag(n, d) for (n, d) in v.device_users() if (n, d) not in held_devices
+    """Opened devices: per-device shares on devices no running pod holds, plus the whole
+    devices a node's whole-device containers need beyond the held devices that end up free
+    (the plan is read back giving them those first)."""
+    devices: list[Expr] = [
+        v.device_used_flag(n, d) for (n, d) in v.device_users() if (n, d) not in data.holders
     ]
+    for n in v.whole:
+        freed = [1 - v.occupied_flag(n, d) for d in data.pool[n] if (n, d) in data.holders]
+        beyond = Linear(v.whole_devices(n) - sum(freed))
+        opened = v.aux_int(
+            0, len(data.pool[n]), f"opened_whole[{n}]", lambda vals, e=beyond: max(0, e.value(vals))
+        )
+        m.add(opened >= v.whole_devices(n) - sum(freed))
+        devices.append(opened)
     nodes = [
         v.node_used_flag(n)
         for n in range(len(data.nodes))

@@ -1,10 +1,11 @@
 """The decision variables, created sparsely and only where a decision exists.
 
-Core variables are made eagerly: pod counts per (group, candidate node), per (group, container,
-device) counts for GPU groups (and per NUMA node for NUMA-bound multi-GPU containers), admission
-per job, eviction literals for evictable running pods. Every other variable is an auxiliary
-that some constraint family or objective stage needs; it is made on first use, so switching a
-stage off also removes its variables (the PyJobShop pattern, STYLE.md A.1).
+Core variables are made eagerly: pod counts per (group, candidate node); per (group, container,
+device) counts for GPU containers that share devices (and per NUMA node for NUMA-bound
+multi-GPU containers), while containers that take whole devices are only counted, per node;
+admission per job; eviction literals for evictable running pods. Every other variable is an
+auxiliary that some constraint family or objective stage needs; it is made on first use, so
+switching a stage off also removes its variables (the PyJobShop pattern, STYLE.md A.1).
 
 Each auxiliary is registered with a *derivation*: its value as a function of the core values,
 the value that satisfies its defining constraints. That is how a plan's hint covers every
@@ -32,23 +33,30 @@ def value_of(expr: Expr, values: Values) -> int:
 
 
 class Linear:
-    """A linear expression flattened once, for evaluating it many times while hinting."""
+    """A linear expression flattened on first use, for evaluating it many times while hinting
+    (most expressions are never evaluated, so the model is not slowed down by flattening)."""
 
-    __slots__ = ("offset", "terms")
+    __slots__ = ("_expr", "_terms")
 
     def __init__(self, expr: Expr) -> None:
-        if isinstance(expr, int):
-            self.offset, self.terms = expr, ()
-            return
-        flat = FlatIntExpr(expr)
-        self.offset = flat.offset
-        self.terms = tuple((v.index, c) for v, c in zip(flat.vars, flat.coeffs, strict=True))
+        self._expr = expr
+        self._terms: tuple[int, tuple[tuple[int, int], ...]] | None = None
 
     def value(self, values: Values) -> int:
-        return self.offset + sum(c * values.get(i, 0) for i, c in self.terms)
+        if self._terms is None:
+            if isinstance(self._expr, int):
+                self._terms = (self._expr, ())
+            else:
+                flat = FlatIntExpr(self._expr)
+                pairs = zip(flat.vars, flat.coeffs, strict=True)
+                self._terms = (flat.offset, tuple((v.index, c) for v, c in pairs))
+        offset, terms = self._terms
+        return offset + sum(c * values.get(i, 0) for i, c in terms)
 
 
 class Variables:
+    """The model's variables by role, the expressions the families share, and the hints."""
+
     def __init__(self, model: cp_model.CpModel, data: Compiled) -> None:
         self.model = model
         self.data = data
@@ -58,6 +66,11 @@ class Variables:
         """(group, container, node, device) → pods of the group whose container uses the device."""
         self.on_numa: dict[tuple[int, int, int, int], IntVar] = {}
         """(group, container, node, NUMA node) → pods whose container's devices lie there."""
+        self.whole: dict[int, list[tuple[int, int]]] = {}
+        """node → (group, container) pairs that take whole devices there, counted not chosen."""
+        self.occupied: dict[tuple[int, int], IntVar | int] = {}
+        """(node, device) → the device carries some share after the plan (kept or new, per
+        device), so whole-device containers cannot take it."""
         self.admit: dict[str, IntVar] = {}
         self.evict: dict[int, IntVar] = {}
         """Running pod index (data.running) → evicted."""
@@ -72,6 +85,7 @@ class Variables:
         self.filled: dict[tuple[str, str], IntVar] = {}
         self.min_share: IntVar | None = None
         self._placed: dict[int, Expr] = {}
+        self._whole_devices: dict[int, Expr] = {}
         self._device_users: dict[tuple[int, int], list[tuple[int, int, IntVar]]] | None = None
         self._make_core()
 
@@ -82,8 +96,13 @@ class Variables:
                 self.admit[job.key] = m.new_bool_var(f"admit[{job.key}]")
         for g in data.groups:
             for n in g.nodes:
-                self.count[g.index, n] = m.new_int_var(0, g.size, f"x[{g.index},{n}]")
+                self.count[g.index, n] = m.new_int_var(
+                    0, self._max_on_node(g.index, n), f"x[{g.index},{n}]"
+                )
                 for c in range(len(g.gpus)):
+                    if g.whole[n][c]:
+                        self.whole.setdefault(n, []).append((g.index, c))
+                        continue
                     for d in g.devices[n]:
                         self.on_device[g.index, c, n, d] = m.new_int_var(
                             0, g.size, f"y[{g.index},{c},{n},{d}]"
@@ -95,6 +114,19 @@ class Variables:
         for i, r in enumerate(data.running):
             if r.evictable:
                 self.evict[i] = m.new_bool_var(f"evict[{r.pod.key}]")
+
+    def _max_on_node(self, group: int, node: int) -> int:
+        """Pods of the group that could fit on the node by its devices alone."""
+        g = self.data.groups[group]
+        most = g.size
+        devices = self.data.nodes[node].gpus
+        for c, request in enumerate(g.gpus):
+            if g.whole[node][c]:
+                room = len(g.devices[node])
+            else:
+                room = sum(devices[d].count for d in g.devices[node])
+            most = min(most, room // request.nums)
+        return most
 
     def numa_nodes(self, group: int, container: int, node: int) -> list[int]:
         """NUMA nodes a NUMA-bound multi-GPU container may use on ``node`` (empty when the
@@ -160,7 +192,8 @@ class Variables:
     def within_level(self, job: str, level: int) -> IntVar:
         """``within[job, level]`` with its domain-choice literals and linking constraints
         (spec/cpsat-practice.md B.3): it can be 1 only if every bound pod of the job lies in
-        one domain of the level."""
+        one domain of the level. Per domain, the job's pods there ≤ all its pods × the domain's
+        literal (relaxed when ``within`` is 0): one aggregated row per domain, not per node."""
         key = (job, level)
         if key in self.within:
             return self.within[key]
@@ -194,15 +227,19 @@ class Variables:
         if not chosen:
             return a
         m.add(sum(chosen.values()) == a)
+        most = self._max_pods(job)
+        per_domain: dict[str, list[Expr]] = {}
         for n, expr in per_node.items():
-            big = self._max_pods(job, n)
-            m.add(expr <= big * chosen[domains[n]] + big * (1 - a))
+            per_domain.setdefault(domains[n], []).append(expr)
+        for name, exprs in per_domain.items():
+            m.add(sum(exprs) <= most * chosen[name] + most * (1 - a))
         return a
 
-    def _max_pods(self, job: str, node: int) -> int:
+    def _max_pods(self, job: str) -> int:
+        """Pods the job can have bound after the plan: its pending and its running pods."""
         data = self.data
-        total = sum(data.groups[g].size for g in data.job_groups[job] if (g, node) in self.count)
-        return total + sum(1 for i in data.job_running[job] if data.running[i].node == node)
+        pending = sum(data.groups[g].size for g in data.job_groups[job])
+        return pending + len(data.job_running[job])
 
     def node_used_flag(self, node: int) -> IntVar:
         """1 when the plan places a pod on ``node``."""
@@ -224,6 +261,34 @@ class Variables:
                 [self.data.groups[gi].size for gi, _, _ in users],
             )
         return self.device_used[key]
+
+    def occupied_flag(self, node: int, device: int) -> IntVar | int:
+        """1 when ``device`` keeps a running share or gets a new per-device share (a constant
+        1 when a share on it cannot be evicted, 0 when nothing can be on it)."""
+        key = (node, device)
+        if key not in self.occupied:
+            holders = [i for i, _, _ in self.data.holders.get(key, [])]
+            users = self.device_users().get(key, [])
+            if any(i not in self.evict for i in holders):
+                self.occupied[key] = 1
+            elif not holders:
+                self.occupied[key] = self.device_used_flag(node, device) if users else 0
+            else:
+                self.occupied[key] = self.any_positive(
+                    f"occupied[{node},{device}]",
+                    [var for _, _, var in users] + [self.kept(i) for i in holders],
+                    [self.data.groups[gi].size for gi, _, _ in users] + [1] * len(holders),
+                )
+        return self.occupied[key]
+
+    def whole_devices(self, node: int) -> Expr:
+        """Whole devices the node's whole-device containers take."""
+        if node not in self._whole_devices:
+            self._whole_devices[node] = sum(
+                self.data.groups[g].gpus[c].nums * self.count[g, node]
+                for g, c in self.whole.get(node, [])
+            )
+        return self._whole_devices[node]
 
     def device_users(self) -> dict[tuple[int, int], list[tuple[int, int, IntVar]]]:
         """(node, device) → (group, container, count variable) of every possible new share."""

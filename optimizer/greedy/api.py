@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 
 from models.cluster import Node
 from models.gpu import GpuDevice, GpuFilter, GpuRequest
@@ -107,6 +108,18 @@ class TaskInfo:
     gpus: tuple[DeviceShare, ...] | None = None
     nominated_node: str = ""
     evict_reason: str = ""
+    device_key: int = -1
+    """Number of the task's device request signature (tasks asking the same of a GPU node
+    share it); -1 until the first device fit."""
+
+    @cached_property
+    def init_needs(self) -> tuple[tuple[int, int], ...]:
+        """(dimension, amount) pairs the node fit compares: cpu and memory always, and each
+        scalar the pod requests (Volcano's ``LessEqual`` walks the request's scalars only).
+        Positions 0 and 1 are cpu and memory in every :class:`Dims`."""
+        return tuple(
+            (i, amount) for i, amount in enumerate(self.init_resreq) if i < 2 or amount > 0
+        )
 
     @property
     def gpu_requests(self) -> tuple[GpuRequest, ...]:
@@ -118,6 +131,7 @@ class TaskInfo:
 
     @property
     def best_effort(self) -> bool:
+        """An empty ``Resreq``: the tasks allocate skips and backfill places (spec §1.4)."""
         return vempty(self.resreq)
 
     @property
@@ -185,7 +199,9 @@ class JobInfo:
         return sum(1 for t in self.tasks.values() if t.status is Status.PENDING and t.best_effort)
 
     def is_ready(self) -> bool:
-        """``JobInfo.IsReady``: ready + pending BestEffort ≥ minAvailable."""
+        """``JobInfo.IsReady``: ready + pending BestEffort ≥ minAvailable.
+
+        Volcano quirk (§9.17): BestEffort pods count as ready before anything places them."""
         return self.ready_task_num + self.pending_best_effort_num >= self.min_available
 
     def is_pipelined(self) -> bool:
@@ -235,6 +251,10 @@ class NodeInfo:
     gpus: list[GpuState] = field(default_factory=list)
     revocable_zone: str = ""
     index: int = 0
+    gpu_version: int = 0
+    """Bumped whenever a pod books or releases devices here, so device fits can be cached."""
+    pod_capacity: int = 110
+    """The node's ``pods`` allocatable (read once: the pod-count predicate runs per task)."""
 
     @property
     def idle(self) -> list[int]:
@@ -243,10 +263,6 @@ class NodeInfo:
     @property
     def future_idle(self) -> list[int]:
         return vsub(vadd(self.idle, self.releasing), self.pipelined)
-
-    @property
-    def pod_capacity(self) -> int:
-        return self.node.pod_capacity
 
     def add_task(self, task: TaskInfo) -> None:
         """``NodeInfo.AddTask`` for the task's current status."""

@@ -7,12 +7,12 @@ place that both allocate and backfill use.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
-from .api import NodeInfo, TaskInfo, vle
+from .api import NodeInfo, TaskInfo
 from .devices import PLUGIN as DEVICE_PLUGIN
-from .devices import DeviceFit, fit
+from .devices import PODGROUP_POLICY, SPREAD, DeviceFit, fit
 from .session import UNRESOLVABLE, UNSCHEDULABLE, FitFailure, Session
 
 MIN_FEASIBLE_NODES = 100
@@ -60,21 +60,56 @@ class FitReport:
 
 
 def resource_fit(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitFailure | None:
-    """Step 1 of the allocate predicate: ``InitResreq ≤ FutureIdle`` on every dimension."""
-    idle = node.future_idle
-    for i, (need, have) in enumerate(zip(task.init_resreq, idle, strict=True)):
-        if need > have:
+    """Step 1 of the allocate predicate: ``InitResreq ≤ FutureIdle`` on every dimension
+    (FutureIdle = Allocatable − Used + Releasing − Pipelined, summed here without building it)."""
+    total, used, releasing, pipelined = node.allocatable, node.used, node.releasing, node.pipelined
+    for i, need in task.init_needs:
+        if need > total[i] - used[i] + releasing[i] - pipelined[i]:
             return FitFailure(UNSCHEDULABLE, f"Insufficient {ssn.dims.names[i]}", "allocate")
     return None
 
 
+def fits_idle(task: TaskInfo, node: NodeInfo) -> bool:
+    """``InitResreq ≤ Idle``: the task can be allocated now, not only pipelined (§2.4, §2.6)."""
+    total, used = node.allocatable, node.used
+    return all(need <= total[i] - used[i] for i, need in task.init_needs)
+
+
 def device_fit(ssn: Session, task: TaskInfo, node: NodeInfo) -> DeviceFit | FitFailure | None:
-    """GPU device choice for a GPU task; None for tasks without GPU requests."""
+    """GPU device choice for a GPU task; None for tasks without GPU requests.
+
+    Pods with the same device request ask the same of a node, and the answer only changes when
+    the node's device bookings do, so it is cached per (request signature, node) and node
+    version.
+    """
     if not task.gpu_requests:
         return None
     if not node.gpus:
         return FitFailure(UNSCHEDULABLE, f"{node.name}: no GPU devices", DEVICE_PLUGIN)
-    return fit(task, node, ssn.device_policy)
+    if task.device_key < 0:
+        signatures = ssn.device_signatures
+        task.device_key = signatures.setdefault(device_signature(task), len(signatures))
+    key = (task.device_key, node.index)
+    cached = ssn.device_fits.get(key)
+    if cached is not None and cached[0] == node.gpu_version:
+        return cached[1]
+    result = fit(task, node, ssn.device_policy)
+    ssn.device_fits[key] = (node.gpu_version, result)
+    return result
+
+
+def device_signature(task: TaskInfo) -> Hashable:
+    """Everything :func:`devices.fit` reads of a task: its requests, its device filter and
+    annotations, and its job when the PodGroup-spread policy makes other pods of the job
+    matter."""
+    annotations = task.task.annotations
+    spread = annotations.get(PODGROUP_POLICY) == SPREAD
+    return (
+        task.gpu_requests,
+        task.gpu_filter,
+        frozenset(annotations.items()),
+        task.job if spread else "",
+    )
 
 
 def check_node(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitFailure | None:
@@ -134,7 +169,8 @@ def best_node(ssn: Session, task: TaskInfo, feasible: Sequence[NodeInfo]) -> Nod
     """``prioritizeNodes``: idle-fit nodes before future-fit ones; within the first non-empty
     group a single node is taken unscored, otherwise the top score wins and exact ties are
     broken uniformly at random (``SelectBestNodeAndScore``)."""
-    idle_fit = [n for n in feasible if vle(task.init_resreq, n.idle)]
+    # Volcano quirk (§9.16): an idle-fit node beats any future-fit node, whatever the scores.
+    idle_fit = [n for n in feasible if fits_idle(task, n)]
     group = idle_fit or list(feasible)
     if len(group) == 1:
         return group[0]
@@ -142,6 +178,7 @@ def best_node(ssn: Session, task: TaskInfo, feasible: Sequence[NodeInfo]) -> Nod
     scores = [ssn.node_order(task, n) + batch.get(n.name, 0.0) for n in group]
     top = max(scores)
     best = [n for n, s in zip(group, scores, strict=True) if s == top]
+    # Volcano quirk (§9.14): exact score ties are drawn at random (seeded here).
     return best[0] if len(best) == 1 else ssn.rng.choice(best)
 
 

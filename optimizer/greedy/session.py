@@ -11,7 +11,7 @@ tier and an empty intersection passes to the next tier.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,6 +161,10 @@ class Session:
         self.hypernode_decisions: dict[str, str] = {}
         self.device_policy = ""
         """vGPU device order (deviceshare ``SchedulePolicy``); set by that plugin at open."""
+        self.device_fits: dict[tuple[int, int], tuple[int, Any]] = {}
+        """(task ``device_key``, node index) → (the node's ``gpu_version``, fit result)."""
+        self.device_signatures: dict[Hashable, int] = {}
+        """Device request signature → its number (a task's ``device_key``)."""
         self.last_processed_node = 0
         """Volcano's global rotating scan offset (``lastProcessedNodeIndex``)."""
         self._build_state()
@@ -183,6 +187,7 @@ class Session:
                 gpus=[GpuState(dev) for dev in node.gpus],
                 revocable_zone=node_zone(node.labels),
                 index=i,
+                pod_capacity=node.pod_capacity,
             )
             self.nodes[node.name] = info
             self.node_list.append(info)
@@ -245,6 +250,8 @@ class Session:
                 info.allocated = vadd(info.allocated, task.resreq)
         spec = job.network_topology
         if spec is not None:
+            # Volcano quirk (§9.6): soft is hard with the virtual top as the limit, and hard
+            # without a (resolved) tier is not hard at all: it takes the plain path.
             if spec.mode == "soft":
                 info.hard_tier = self.topology.top_tier
             elif spec.highest_tier is not None:
@@ -451,7 +458,8 @@ class Session:
             fn(job)
 
     def job_starving(self, job: JobInfo) -> bool:
-        """Only the first tier with a starving function decides, as an AND inside it."""
+        """Only the first tier with a starving function decides, as an AND inside it
+        (Volcano quirk (§9.5): with gang and priority in tier 1 that is gang's test)."""
         for tier in self._tiers("job_starving"):
             return all(fn(job) for fn in tier)
         return False
@@ -473,7 +481,10 @@ class Session:
         self, hook: str, preemptor: TaskInfo, candidates: list[TaskInfo]
     ) -> list[TaskInfo]:
         """Per tier, intersect the candidate lists of the non-abstaining plugins; an empty
-        result moves on to the next tier ([surprise] §9.4)."""
+        result moves on to the next tier.
+
+        Volcano quirk (§9.4): a plugin answering "none" (TDM's Reject included) is no veto;
+        a later tier decides, and a non-empty earlier tier skips the later ones."""
         for tier in self._tiers(hook):
             victims: list[TaskInfo] | None = None
             for fn in tier:
@@ -529,6 +540,8 @@ class Session:
                 fn(event)
 
     def _book_gpus(self, task: TaskInfo, node: NodeInfo) -> None:
+        if task.gpus:
+            node.gpu_version += 1
         for share in task.gpus or ():
             for state in node.gpus:
                 if state.device.id == share.id:
@@ -538,6 +551,8 @@ class Session:
                     state.pods[task.uid] = (share.memory, share.cores)
 
     def _release_gpus(self, task: TaskInfo, node: NodeInfo) -> None:
+        if task.gpus:
+            node.gpu_version += 1
         for share in task.gpus or ():
             for state in node.gpus:
                 if state.device.id == share.id and task.uid in state.pods:

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import pytest
 
+from models.instance import Instance
 from models.load import loads
 from optimizer.greedy import engine
 from optimizer.greedy.actions import allocate
 from optimizer.greedy.api import Status
 from optimizer.greedy.session import Session
-from optimizer.plan import ADMITTED, PENDING, Plan
+from optimizer.plan import ADMITTED, PENDING, JobDecision, Plan
 from optimizer.verify import verify
 
 HEADER = """
@@ -36,7 +37,7 @@ scheduler:
 """The Helm tiers without overcommit and proportion, for tests about node resources only."""
 
 
-def instance(body: str, scheduler: str = ""):  # type: ignore[no-untyped-def]
+def instance(body: str, scheduler: str = "") -> Instance:
     return loads(HEADER + scheduler + body)
 
 
@@ -51,7 +52,7 @@ def placed(plan: Plan) -> dict[str, str]:
     return {p.pod: p.node for p in plan.placements}
 
 
-def job_of(plan: Plan, name: str):  # type: ignore[no-untyped-def]
+def job_of(plan: Plan, name: str) -> JobDecision:
     decision = plan.job(f"default/{name}")
     assert decision is not None
     return decision
@@ -75,7 +76,10 @@ def one_node(cpu: int, name: str = "n1") -> str:
     return f'nodes:\n- {{name: {name}, allocatable: {{cpu: "{cpu}", memory: 64Gi}}}}\n'
 
 
-def job(name: str, cpu: int, replicas: int = 1, min_available: int | None = None, extra: str = ""):  # type: ignore[no-untyped-def]
+def job(
+    name: str, cpu: int, replicas: int = 1, min_available: int | None = None, extra: str = ""
+) -> str:
+    """A job of ``replicas`` pods of ``cpu`` CPUs (``extra``: more job fields, YAML lines)."""
     minimum = replicas if min_available is None else min_available
     return (
         f"- name: {name}\n  minAvailable: {minimum}\n{extra}"
@@ -89,14 +93,20 @@ def job(name: str, cpu: int, replicas: int = 1, min_available: int | None = None
 def test_job_without_min_resources_is_always_enqueued() -> None:
     """§1.3: ``minResources == nil`` skips JobEnqueueable. On a 4-CPU node (overcommit idle
     4 × 1.2 = 4.8) a job asking for 8 CPUs with no minResources is still enqueued, so it fails
-    in allocate (its reason is a node-fit error). The same job declaring minResources cpu 8 is
-    rejected by overcommit (8 > 4.8) and never reaches allocate."""
-    body = one_node(4) + "jobs:\n" + job("free", 8) + job("declared", 8, extra="  minResources: {cpu: '8'}\n")
+    in allocate, on proportion's Allocatable (deserved = the 4-CPU cluster, §5.5). The same job
+    declaring minResources cpu 8 is rejected by overcommit (8 > 4.8) and never reaches
+    allocate."""
+    body = (
+        one_node(4)
+        + "jobs:\n"
+        + job("free", 8)
+        + job("declared", 8, extra="  minResources: {cpu: '8'}\n")
+    )
     plan = solve(body)
     assert plan.placements == ()
     free, declared = job_of(plan, "free"), job_of(plan, "declared")
     assert free.status == PENDING and "not enqueued" not in free.reason
-    assert "Insufficient cpu" in free.reason
+    assert "queue default: cpu 8 > deserved 4" in free.reason
     assert declared.status == PENDING
     assert declared.reason.startswith("not enqueued")
     assert "overcommit" in declared.reason
@@ -116,9 +126,13 @@ def test_overcommit_admits_up_to_the_factor_and_rejects_beyond() -> None:
     are admitted (6, then 6 + 6 = 12 ≤ 12) although together they exceed the cluster; c (1 CPU)
     would make 13 > 12 and is rejected. In allocate a takes 6 CPUs, b finds only 4 and fails;
     c never gets there."""
-    body = one_node(10) + "jobs:\n" + "".join(
-        job(n, cpu, extra=f"  minResources: {{cpu: '{cpu}'}}\n")
-        for n, cpu in (("a", 6), ("b", 6), ("c", 1))
+    body = (
+        one_node(10)
+        + "jobs:\n"
+        + "".join(
+            job(n, cpu, extra=f"  minResources: {{cpu: '{cpu}'}}\n")
+            for n, cpu in (("a", 6), ("b", 6), ("c", 1))
+        )
     )
     plan = solve(body, OVERCOMMIT_ONLY)
     assert placed(plan) == {"default/a-w-0": "n1"}
@@ -222,13 +236,16 @@ def test_task_priority_orders_tasks_inside_a_job() -> None:
     index order. Job j has task "low" (priority 1) and "high" (priority 100); minAvailable 1
     and room for one 3-CPU pod: the first pop places the high task and the job is then ready,
     the second pop finds no room for the low one."""
-    body = one_node(4) + """jobs:
+    body = (
+        one_node(4)
+        + """jobs:
 - name: j
   minAvailable: 1
   tasks:
   - {name: low, replicas: 1, priority: 1, resources: {cpu: '3', memory: 1Gi}}
   - {name: high, replicas: 1, priority: 100, resources: {cpu: '3', memory: 1Gi}}
 """
+    )
     plan = solve(body, NO_QUOTA)
     assert placed(plan) == {"default/j-high-0": "n1"}
 
@@ -359,17 +376,18 @@ ROLE_JOB = """jobs:
 - name: j
   minAvailable: {minimum}
   tasks:
-  - {{name: a, replicas: 1, nodeSelector: {{zone: nowhere}}, resources: {{cpu: '1', memory: 1Gi}}{a}}}
-  - {{name: b, replicas: 2, resources: {{cpu: '1', memory: 1Gi}}{b}}}
+  - {{name: a, replicas: 1, nodeSelector: {{zone: x}}, resources: {{cpu: '1', memory: 1Gi}}{a}}}
+  - {{name: b, replicas: 2, resources: {{cpu: '{cpu}', memory: 1Gi}}{b}}}
 """
 
 
 def test_min_available_equal_to_tasks_aborts_at_the_first_failure() -> None:
     """§2.1 step 7 / §9.18: with minAvailable == #tasks (3) NeedContinueAllocating is false,
     so the loop breaks at the first unplaceable task. Task order (§1.2 CompareTask: index,
-    then UID) tries j-a-0 first, whose nodeSelector matches nothing: the b pods are never
-    tried, so j-a-0 is the only task with a fit error."""
-    body = one_node(8) + ROLE_JOB.format(minimum=3, a="", b="")
+    then UID) tries j-a-0 first, whose nodeSelector matches nothing. The b pods (100 CPUs,
+    which fit nowhere either) are never tried, so j-a-0 is the only task with a fit error; had
+    the loop continued, j-b-0 would have one too (Insufficient cpu)."""
+    body = one_node(8) + ROLE_JOB.format(minimum=3, a="", b="", cpu=100)
     ssn = engine.run_session(instance(body, NO_QUOTA))
     job = ssn.jobs["default/j"]
     assert set(job.fit_errors) == {"default/j-a-0"}
@@ -380,7 +398,7 @@ def test_min_available_below_tasks_continues_past_a_failure() -> None:
     """§2.1 NeedContinueAllocating, the contrast: with minAvailable 2 < 3 tasks and no
     minTaskMember, a failed role only stops the loop if it is below its minimum (0), so the
     loop goes on, places both b pods and the job is ready: b-0 and b-1 are bound."""
-    body = one_node(8) + ROLE_JOB.format(minimum=2, a="", b="")
+    body = one_node(8) + ROLE_JOB.format(minimum=2, a="", b="", cpu=1)
     plan = solve(body, NO_QUOTA)
     assert set(placed(plan)) == {"default/j-b-0", "default/j-b-1"}
 
@@ -390,7 +408,7 @@ def test_tasks_of_a_failed_role_are_skipped() -> None:
     w. j-a-0 fails, so j-b-0 and j-b-1, although they would fit, are skipped as "a task with the
     same role already failed": nothing is placed (minAvailable 1) and the reason says so."""
     role = ", annotations: {volcano.sh/task-spec: w}"
-    body = one_node(8) + ROLE_JOB.format(minimum=1, a=role, b=role)
+    body = one_node(8) + ROLE_JOB.format(minimum=1, a=role, b=role, cpu=1)
     plan = solve(body, NO_QUOTA)
     assert plan.placements == ()
     reason = job_of(plan, "j").reason
@@ -444,13 +462,16 @@ def test_backfill_does_not_bind_best_effort_pods_of_an_unready_job() -> None:
     (minAvailable 2) cannot place its 16-CPU pod, so it is not ready after allocate; backfill
     still allocates its BestEffort pod in the session, but the job stays unready (ready 1 <
     2), so the pod is not bound: it is held (listed as pipelined), not placed."""
-    body = one_node(8) + """jobs:
+    body = (
+        one_node(8)
+        + """jobs:
 - name: mix
   minAvailable: 2
   tasks:
   - {name: cpu, replicas: 1, resources: {cpu: '16'}}
   - {name: be, replicas: 1}
 """
+    )
     plan = solve(body, NO_QUOTA)
     assert plan.placements == ()
     assert [p.pod for p in plan.pipelined] == ["default/mix-be-0"]
@@ -507,7 +528,9 @@ jobs:
 
 def test_every_pending_job_has_a_reason() -> None:
     """Whatever stopped it — not enqueued, gang, fit — every pending job in a plan says why."""
-    body = one_node(4) + "jobs:\n" + job("g", 2, 3) + job("m", 8, extra="  minResources: {cpu: '8'}\n")
+    body = (
+        one_node(4) + "jobs:\n" + job("g", 2, 3) + job("m", 8, extra="  minResources: {cpu: '8'}\n")
+    )
     plan = solve(body)
     pending = [d for d in plan.jobs if d.status == PENDING]
     assert {d.job for d in pending} == {"default/g", "default/m"}

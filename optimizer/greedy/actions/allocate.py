@@ -16,7 +16,7 @@ from models.workload import INQUEUE, PENDING
 
 from ..api import JobInfo, NodeInfo, Status, TaskInfo, vle
 from ..heap import GoHeap
-from ..nodes import FitReport, best_node, device_fit, predicate_nodes
+from ..nodes import FitReport, best_node, device_fit, fits_idle, predicate_nodes
 from ..session import FitFailure, Operation, Session, Statement
 
 
@@ -174,6 +174,7 @@ def allocate_tasks(
             job.fit_errors[task.uid] = report.summary(len(nodes))
             if task.role:
                 job.role_fit_failed.add(task.role)
+            # Volcano quirk (§9.18): minAvailable == #tasks stops at the first failure.
             if need_continue(job):
                 continue
             break
@@ -182,6 +183,8 @@ def allocate_tasks(
         if job.has_topology:
             leaf = topology.leaf_of(node.name) or ""
             job.running_lca = topology.lca(job.running_lca, leaf) if job.running_lca else leaf
+        # Volcano quirk (§9.2): the loop ends at the first task placed once the job is ready,
+        # so the first pop stops at minAvailable and every later pop adds one task.
         if ssn.job_ready(job):
             break
     if ssn.job_ready(job) or ssn.job_pipelined(job):
@@ -204,7 +207,7 @@ def place(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeInfo) -> None
     """Allocate when the task fits the node's idle resources, else pipeline (§2.6)."""
     devices = device_fit(ssn, task, node)
     gpus = None if devices is None or isinstance(devices, FitFailure) else devices.gpus
-    if vle(task.init_resreq, node.idle):
+    if fits_idle(task, node):
         stmt.allocate(task, node, gpus)
     else:
         stmt.pipeline(task, node, gpus)

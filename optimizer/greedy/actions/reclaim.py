@@ -1,36 +1,41 @@
-"""``reclaim`` (spec §8.2): starving jobs of queues below their share take resources back from
+"""``reclaim`` (spec §8.2): starving jobs of queues that may still grow take resources back from
 other queues' running tasks.
 
-Unlike preempt, nodes are not scored: the first node in predicate-scan order where the
-reclaimable victims make room wins (§9.19). Which tasks are reclaimable is decided per plugin
-tier, and a non-empty tier-1 answer (gang) skips capacity's deserved and guarantee checks
-(§8.2, §9.4).
+Per starving job (queue order, then job order) one statement: each pending task that passes
+``Preemptive`` reclaims on the first node, in predicate-scan order, where the reclaimable
+victims make room; nodes are not scored (§9.19). The statement stands only if the job is
+pipelined afterwards. Which tasks are reclaimable is decided per plugin tier: a non-empty
+tier-1 answer (gang) skips capacity's deserved and guarantee checks, and an empty one hands
+the decision to the next tier (§8.2, §9.4).
 """
 
 from __future__ import annotations
 
 from models.workload import PENDING
 
-from ..api import JobInfo, Status, TaskInfo
+from ..api import JobInfo, NodeInfo, QueueInfo, Status, TaskInfo, vle
 from ..heap import GoHeap
 from ..session import Session, Statement
-from ..victims import victim_queue
-from .preempt import _devices, candidate_nodes, fits, pending_tasks, validate_victims
+from ..victims import victim_order, victim_queue
+from .preempt import NEVER, may_free, pending_tasks, pipeline, validate_victims
+
+REASON = "reclaim"
 
 
 def execute(ssn: Session) -> None:
-    queues: GoHeap = GoHeap(ssn.queue_order)
-    jobs_by_queue: dict[str, GoHeap] = {}
+    queues: GoHeap[QueueInfo] = GoHeap(ssn.queue_order)
+    jobs_by_queue: dict[str, GoHeap[JobInfo]] = {}
     for job in sorted(ssn.jobs.values(), key=lambda j: (j.order, j.uid)):
         if job.phase in (PENDING, "") or ssn.job_valid(job) is not None:
             continue
         queue = ssn.queue_of(job)
-        if queue is None or not ssn.job_starving(job):
+        if queue is None:
             continue
         if queue.uid not in jobs_by_queue:
             jobs_by_queue[queue.uid] = GoHeap(ssn.job_order)
             queues.push(queue)
-        jobs_by_queue[queue.uid].push(job)
+        if ssn.job_starving(job):
+            jobs_by_queue[queue.uid].push(job)
     while not queues.empty():
         queue = queues.pop()
         if ssn.overused(queue):
@@ -38,50 +43,64 @@ def execute(ssn: Session) -> None:
         heap = jobs_by_queue[queue.uid]
         if heap.empty():
             continue
-        job = heap.pop()
-        reclaim_job(ssn, job)
-        if not heap.empty():
-            queues.push(queue)
+        _reclaim_for_job(ssn, queue, heap.pop())
+        queues.push(queue)
 
 
-def reclaim_job(ssn: Session, job: JobInfo) -> None:
+def _reclaim_for_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
     stmt = ssn.statement()
-    queue = ssn.queues[job.queue]
     tasks = pending_tasks(ssn, job)
     while not tasks.empty():
         task = tasks.pop()
-        if task.preemption_policy == "Never" or not ssn.preemptive(queue, task):
+        if task.preemption_policy == NEVER or not ssn.preemptive(queue, task):
             continue
         if ssn.pre_predicate(task) is not None:
             continue
-        reclaim_for_task(ssn, stmt, task)
+        _reclaim_for_task(ssn, stmt, task)
     if ssn.job_pipelined(job):
         stmt.commit()
     else:
         stmt.discard()
 
 
-def reclaim_for_task(ssn: Session, stmt: Statement, task: TaskInfo) -> bool:
+def _reclaimees(ssn: Session, task: TaskInfo, node: NodeInfo) -> list[TaskInfo]:
+    """Running, preemptable tasks on ``node`` of other queues that allow reclaiming."""
     own_queue = ssn.jobs[task.job].queue
-    for node in candidate_nodes(ssn, task):
-        reclaimees = [
-            t
-            for t in node.tasks.values()
-            if t.status is Status.RUNNING
-            and t.preemptable
-            and ssn.jobs[t.job].queue != own_queue
-            and ssn.queues[ssn.jobs[t.job].queue].reclaimable
-        ]
-        victims = ssn.reclaimable(task, reclaimees)
+    out = []
+    for other in node.tasks.values():
+        if other.status is not Status.RUNNING or not other.preemptable:
+            continue
+        job = ssn.jobs.get(other.job)
+        if job is None or job.queue == own_queue or not ssn.queues[job.queue].reclaimable:
+            continue
+        out.append(other)
+    return out
+
+
+def _reclaim_for_task(ssn: Session, stmt: Statement, task: TaskInfo) -> None:
+    """``reclaimForTask``: the first node, in node order, that passes the preempt-style
+    predicate and whose reclaimable victims make room wins.
+
+    ``ValidateVictims`` has checked that evicting every victim makes room, and each eviction
+    adds exactly the victim's request to the node's future idle, so the loop always ends with
+    the task fitting.
+    """
+    for node in ssn.node_list:
+        if not may_free(ssn, task, node):
+            continue
+        reclaimees = _reclaimees(ssn, task, node)
+        # Victims are a subset of the reclaimees: if all of them cannot make room, no choice of
+        # the plugins can, and asking them is wasted work on a busy cluster.
+        if not validate_victims(task, node, reclaimees):
+            continue
+        # Capacity's Reclaimable walks its candidates in victim order (§5.4), and which tasks
+        # it takes depends on that walk; the other plugins walk them in Go map order, i.e. in
+        # any order. Handing every plugin the victim order is therefore faithful for all.
+        victims = ssn.reclaimable(task, victim_order(ssn, reclaimees, task))
         if not validate_victims(task, node, victims):
             continue
-        local = ssn.statement()
         order = victim_queue(ssn, victims, task)
-        while not fits(ssn, task, node) and not order.empty():
-            local.evict(order.pop(), "reclaim")
-        if fits(ssn, task, node):
-            stmt.merge(local)
-            stmt.pipeline(task, node, _devices(ssn, task, node))
-            return True
-        local.discard()
-    return False
+        while not vle(task.init_resreq, node.future_idle):
+            stmt.evict(order.pop(), REASON)
+        pipeline(stmt, task, node)
+        return

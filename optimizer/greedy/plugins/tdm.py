@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from models.errors import Diagnostics, obj_name
-from models.tdm import TdmConfig, max_evictable
+from models.tdm import TdmConfig, job_eviction_budget
 
 from ..api import JobInfo, NodeInfo, Status, TaskInfo
 from ..session import (
@@ -101,14 +101,15 @@ class TdmPlugin(Plugin):
         return victims
 
     def budget(self, job: JobInfo) -> int:
-        """``getMaxPodEvictNum`` on the job's current task statuses."""
+        """``getMaxPodEvictNum`` on the job's current task statuses and its budget as
+        ``JobInfo.extractBudget`` reads it."""
         running = finished = 0
         for task in job.tasks.values():
             if task.status is Status.RUNNING:
                 running += 1
             elif task.status in (Status.SUCCEEDED, Status.FAILED):
                 finished += 1
-        return max_evictable(job.job.annotations, len(job.tasks), running, finished)
+        return job_eviction_budget(job.job.annotations, len(job.tasks), running, finished)
 
     def preemptable(
         self, preemptor: TaskInfo, candidates: list[TaskInfo]

@@ -1,0 +1,140 @@
+"""The Alibaba GPU-sharing trace benchmark (FGD, ATC '23): allocation ratio per policy and seed.
+
+    python benchmarks/alibaba.py --policy bestfit,fgd --seeds 42-51 --arrival 1.3 --json
+
+Policies: the FGD simulator's ``random``, ``dotprod``, ``bestfit`` and ``fgd`` (online, one task
+at a time); ``volcano`` (Volcano's Helm-default scores, one pod per cycle); ``cpsat-batch``
+(CP-SAT on batches of ``--batch`` arrivals, earlier placements fixed: a little lookahead, track
+A′); ``cpsat-offline`` (all arrivals known at once: a feasible offline placement and CP-SAT's
+upper bound, an upper limit that no online policy is comparable to). With ``--json`` every
+policy × seed prints one JSON object per line; otherwise a table of means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from optimizer import alibaba as ali
+
+DATA = Path(
+    os.environ.get(
+        "VCOPT_ALIBABA_DATA",
+        Path(__file__).resolve().parents[2] / "shared" / "data" / "alibaba-gpu-v2023",
+    )
+)
+POLICIES = (*ali.ONLINE_POLICIES, "cpsat-batch", "cpsat-offline")
+REPORTED = (90, 95, 100, 110, 120, 130)
+
+
+def seeds(text: str) -> list[int]:
+    """``42,43`` or ``42-51``."""
+    out: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out.extend(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def number(value: float) -> float | None:
+    """Rounded, and None where a small run has no log point (JSON has no NaN)."""
+    return None if math.isnan(value) else round(value, 3)
+
+
+def run(args: argparse.Namespace, policy: str, seed: int) -> dict[str, Any]:
+    nodes = ali.read_nodes(args.data / "openb_node_list_gpu_node.csv")
+    if args.nodes_per_shape:
+        nodes = ali.shape_sample(nodes, args.nodes_per_shape)
+    tasks = ali.read_tasks(args.data / f"openb_pod_list_{args.trace}.csv")
+    capacity = ali.capacity_milli(nodes)
+    row: dict[str, Any] = {
+        "policy": policy,
+        "trace": args.trace,
+        "seed": seed,
+        "arrival": args.arrival,
+        "nodes": len(nodes),
+        "gpus": capacity // ali.MILLI,
+    }
+    if policy == "cpsat-offline":
+        drawn = ali.draw(tasks, len(nodes), seed, args.arrival, capacity)
+        typ = ali.typical_tasks(tasks, ali.Cluster.of(nodes).models)
+        result = ali.offline(nodes, drawn.tasks, drawn.node_rank, typ, args.time_limit)
+        row.update(
+            tasks=len(drawn.tasks),
+            allocation_ratio=round(100 * result.feasible_milli / capacity, 3),
+            upper_bound_ratio=round(100 * result.bound_milli / capacity, 3),
+            status=result.status,
+            note="offline: all arrivals known; an upper limit, not comparable to online",
+            wall_seconds=round(result.wall_seconds, 2),
+        )
+        return row
+    batch = ali.BatchOptions(size=args.batch, time_limit=args.time_limit, seed=seed)
+    result = ali.run_policy(policy, nodes, tasks, seed, args.arrival, batch)
+    row.update(
+        tasks=len(result.placed),
+        allocation_ratio=round(result.allocation_ratio, 3),
+        alloc_at={str(x): number(result.at(x)) for x in REPORTED},
+        frag_rate_at={str(x): number(result.frag_rate_at(x)) for x in (0, 20, 50, 80, 95)},
+        failed=result.extra["failures"],
+        wall_seconds=round(result.wall_seconds, 2),
+    )
+    if policy == "cpsat-batch":
+        stats = result.extra["batches"]
+        row["batch"] = args.batch
+        row["time_limit"] = args.time_limit
+        row["solver"] = {
+            status: sum(1 for s in stats if s["status"] == status)
+            for status in sorted({s["status"] for s in stats})
+        }
+        row["improved_batches"] = sum(1 for s in stats if s.get("objective", 0) > s["hint"])
+    return row
+
+
+def mean_at(rows: list[dict[str, Any]], pct: str) -> float:
+    values = [r.get("alloc_at", {}).get(pct) for r in rows]
+    return statistics.mean(values) if None not in values else float("nan")  # type: ignore[arg-type]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--policy", default="bestfit,fgd", help=f"comma list of {', '.join(POLICIES)}")
+    p.add_argument("--seeds", type=seeds, default=seeds("42-51"))
+    p.add_argument("--arrival", type=float, default=1.3)
+    p.add_argument("--trace", default="default", help="openb_pod_list_<trace>.csv")
+    p.add_argument("--batch", type=int, default=256, help="cpsat-batch: arrivals per batch")
+    p.add_argument("--time-limit", type=float, default=5.0, help="CP-SAT seconds per solve")
+    p.add_argument("--data", type=Path, default=DATA, help="folder of the trace CSVs")
+    p.add_argument(
+        "--nodes-per-shape", type=int, default=0, help="a smaller cluster (arrivals tuned to it)"
+    )
+    p.add_argument("--json", action="store_true", help="one JSON object per policy and seed")
+    args = p.parse_args(argv)
+    policies = args.policy.split(",")
+    unknown = [x for x in policies if x not in POLICIES]
+    if unknown:
+        p.error(f"unknown policy {', '.join(unknown)}; choose from {', '.join(POLICIES)}")
+    rows = []
+    for policy in policies:
+        for seed in args.seeds:
+            row = run(args, policy, seed)
+            rows.append(row)
+            if args.json:
+                print(json.dumps(row), flush=True)
+    if not args.json:
+        print(f"{'policy':14} {'seeds':>5} {'alloc@100':>10} {'alloc@130':>10} {'final':>8}")
+        for policy in policies:
+            mine = [r for r in rows if r["policy"] == policy]
+            a100, a130 = (mean_at(mine, x) for x in ("100", "130"))
+            final = statistics.mean(r["allocation_ratio"] for r in mine)
+            print(f"{policy:14} {len(mine):5d} {a100:10.3f} {a130:10.3f} {final:8.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,369 @@
+"""The Alibaba trace benchmark: arrival sequences, FGD/BestFit scores, the import, the CLI.
+
+Expected values are worked by hand from ``spec/fgd-benchmark.md`` §4–§6; the reasoning is in
+each docstring.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from models.load import from_dict
+from optimizer import alibaba as ali
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data" / "alibaba-gpu-v2023"
+needs_data = pytest.mark.skipif(not DATA.is_dir(), reason="trace CSVs not present")
+
+
+def task(name: str, cpu: int = 1000, gpus: int = 1, milli: int = 1000, mem: int = 1024):
+    return ali.TraceTask(name, cpu, mem, gpus, milli)
+
+
+def one_node_state(free: list[int], typ: ali.Typical, cpu: int = 64_000) -> ali.Online:
+    """A one-node cluster (8 devices, model G2) whose devices have ``free`` milli left."""
+    nodes = [ali.TraceNode("n0", cpu, 262_144, len(free), "G2")]
+    cluster = ali.Cluster.of(nodes)
+    cluster.gpus[0, : len(free)] = free
+    return ali.Online(cluster, ali.NodeClasses(cluster, typ, 8), np.array([0]), None)  # type: ignore[arg-type]
+
+
+def mix(*specs: tuple[int, int, int, float]) -> ali.Typical:
+    """A hand-made typical mix of (cpu, per-GPU milli, GPUs, p) on the single model G2."""
+    return ali.Typical(
+        cpu=np.array([s[0] for s in specs]),
+        milli=np.array([s[1] for s in specs]),
+        count=np.array([s[2] for s in specs]),
+        allowed=np.ones((len(specs), 1), dtype=bool),
+        gpu=np.array([s[2] > 0 for s in specs]),
+        weight=np.array([s[3] for s in specs]),
+    )
+
+
+# ---------------------------------------------------------------------------------- sequences
+
+
+def test_draw_is_deterministic_per_seed_and_differs_across_seeds():
+    """Same seed → same order and node ranks; another seed → another shuffle (20 tasks have
+    20! orders, a collision is practically impossible). Ranks are a permutation."""
+    tasks = [task(f"t{i:02d}", milli=100 * (i % 9 + 1)) for i in range(20)]
+    a = ali.draw(tasks, 7, 42, 1.0, 20_000)
+    b = ali.draw(list(reversed(tasks)), 7, 42, 1.0, 20_000)
+    c = ali.draw(tasks, 7, 43, 1.0, 20_000)
+    assert a == b, "input order must not matter: tasks are sorted by name first"
+    assert [t.name for t in a.tasks] != [t.name for t in c.tasks]
+    assert sorted(a.node_rank) == list(range(7))
+
+
+def test_short_list_is_tuned_up_with_resampled_copies():
+    """Three 1-GPU tasks (3,000 milli) against T = 1.0 × 10,000: draws of 1,000 milli are
+    appended while total + 1,000 ≤ T, so exactly 7 copies: the total lands on T. The first
+    three arrivals are the original tasks (shuffled), copies get ``-r<k>`` names."""
+    tasks = [task("a"), task("b"), task("c")]
+    seq = ali.draw(tasks, 1, 7, 1.0, 10_000).tasks
+    assert len(seq) == 10
+    assert sum(t.gpu_request for t in seq) == 10_000
+    assert {t.name for t in seq[:3]} == {"a", "b", "c"}
+    assert all("-r" in t.name for t in seq[3:])
+    assert len({t.name for t in seq}) == 10
+
+
+def test_tuning_checks_per_gpu_milli_so_an_8_gpu_draw_overshoots():
+    """The simulator's quirk (§4 step 4): the stop test adds only the per-GPU milli. One
+    8-GPU task (8,000) against T = 10,000: the draw passes 8,000 + 1,000 ≤ 10,000, is
+    appended, and the total becomes 16,000 > T; then the loop ends (16,000 ≥ T)."""
+    seq = ali.draw([task("big", gpus=8)], 1, 0, 1.0, 10_000).tasks
+    assert [t.name for t in seq] == ["big", "big-r1"]
+    assert sum(t.gpu_request for t in seq) == 16_000
+
+
+def test_tuning_stops_at_the_first_draw_that_would_exceed():
+    """One share of 600 against T = 1,000: the first draw fails 600 + 600 ≤ 1,000, so nothing
+    is appended (no retry with another draw)."""
+    seq = ali.draw([task("s", milli=600)], 1, 0, 1.0, 1_000).tasks
+    assert [t.name for t in seq] == ["s"]
+
+
+def test_long_list_loses_random_tasks_until_within_target():
+    """Ten 1-GPU tasks (10,000) against T = 0.55 × 10,000 = 5,500: removal stops at the
+    first total ≤ 5,500, i.e. 5 tasks (5,000) remain, all from the original list."""
+    tasks = [task(f"t{i}") for i in range(10)]
+    seq = ali.draw(tasks, 1, 3, 0.55, 10_000).tasks
+    assert len(seq) == 5
+    assert {t.name for t in seq} <= {t.name for t in tasks}
+
+
+def test_typical_tasks_keep_the_most_common_specs_to_95_percent():
+    """20 tasks: spec A × 12, B × 7, C × 1. A covers 60 %, A+B 95 % ≥ 95 %: C is dropped
+    and the weights renormalise to 12/19 and 7/19."""
+    tasks = [task(f"a{i}", cpu=1000) for i in range(12)]
+    tasks += [task(f"b{i}", cpu=2000, milli=500) for i in range(7)]
+    tasks += [task("c", cpu=3000, gpus=0, milli=0)]
+    typ = ali.typical_tasks(tasks, ("G2",))
+    assert typ.cpu.tolist() == [1000, 2000]
+    assert typ.weight.tolist() == pytest.approx([12 / 19, 7 / 19])
+
+
+# ----------------------------------------------------------------------------- fragmentation
+
+
+def test_frag_of_a_node_with_seven_free_gpus_and_one_partly_used():
+    """Devices: 7 × 1,000 free and one with 300 free (7,300 free). Mix: a 500-milli share
+    (p ½), a CPU-only task (p ¼), an 8-GPU task (p ¼).
+    - share: fits (7 devices ≥ 500), fragment = devices below 500 = 300;
+    - CPU-only: every free milli counts = 7,300;
+    - 8 GPUs: only 7 whole devices, does not fit → 7,300.
+    F = ½·300 + ¼·7,300 + ¼·7,300 = 150 + 3,650 = 3,800."""
+    typ = mix((1000, 500, 1, 0.5), (1000, 0, 0, 0.25), (1000, 1000, 8, 0.25))
+    gpus = np.array([[1000] * 7 + [300]])
+    frag = ali.frag_amount(np.array([64_000]), gpus, np.array([0]), typ)
+    assert frag.tolist() == pytest.approx([3800.0])
+
+
+def test_frag_counts_everything_when_cpu_or_model_rules_a_task_out():
+    """Two free devices (2,000). A 500-share needing 32 cores on a 16-core node does not fit:
+    2,000; the same share on a model it excludes: 2,000."""
+    typ = mix((32_000, 500, 1, 1.0))
+    frag = ali.frag_amount(np.array([16_000]), np.array([[1000, 1000]]), np.array([0]), typ)
+    assert frag.tolist() == pytest.approx([2000.0])
+    typ.allowed[0, 0] = False
+    frag = ali.frag_amount(np.array([64_000]), np.array([[1000, 1000]]), np.array([0]), typ)
+    assert frag.tolist() == pytest.approx([2000.0])
+
+
+def test_per_device_steps_sum_to_frag_for_one_gpu_mixes():
+    """§6 with one-GPU typical tasks is a sum over devices: F = Σ_d φ(r_d), φ(r) = r·w(r)
+    (the CPU and model tests are per node). Checked on random states against frag_amount."""
+    typ = mix((4000, 320, 1, 0.3), (12_000, 1000, 1, 0.4), (8000, 0, 0, 0.1), (2000, 810, 1, 0.2))
+    rng = np.random.default_rng(1)
+    for _ in range(50):
+        cpu = int(rng.integers(0, 20)) * 1000
+        free = rng.integers(0, 101, size=8) * 10
+        starts, weights = ali.device_frag_steps(typ, 0, cpu, int((free == 1000).sum()))
+        phi = 0.0
+        for r in free.tolist():
+            j = max(i for i, s in enumerate(starts) if s <= r)
+            phi += r * weights[j]
+        exact = ali.frag_amount(np.array([cpu]), free[None, :], np.array([0]), typ)[0]
+        assert phi == pytest.approx(exact)
+
+
+# ---------------------------------------------------------------------------------- policies
+
+
+def test_bestfit_raw_scores_and_min_max_normalisation():
+    """Task 16 cores, 1 GPU. Node A: 64 cores, 8,000 milli free →
+    L = ½·48k/128k + ½·7,000/8,000 = 0.1875 + 0.4375 = 0.625 → ⌊37.5⌋ = 37.
+    Node B: 32 cores, 2,000 free → L = ½·16k/128k + ½·1,000/8,000 = 0.125 → 87.
+    Min-max: A (37−37)·100/50 = 0, B 100. Equal scores all normalise to 100."""
+    raw = ali.bestfit_raw(np.array([64_000, 32_000]), np.array([8000, 2000]), 16_000, 1000)
+    assert raw.tolist() == [37, 87]
+    assert ali.min_max_normalise(raw).tolist() == [0, 100]
+    assert ali.min_max_normalise(np.array([5, 5])).tolist() == [100, 100]
+
+
+def test_ties_go_to_the_lowest_permuted_name():
+    """Nodes 0, 1, 2 score 7, 9, 9 with ranks 0, 5, 2: node 2 wins (rank 2 < 5)."""
+    assert ali.pick(np.array([7, 9, 9]), np.array([0, 1, 2]), np.array([0, 5, 2])) == 2
+
+
+def test_fgd_puts_a_share_where_fragmentation_grows_least():
+    """The node of the Frag example (7 × 1,000 and one 300; F = 3,800), task: a 300-share.
+    - on the 300 device: r = 0 → share 0, CPU-only 7,000, 8-GPU 7,000 → F = 3,500, Δ = −300,
+      score ⌊100·σ(0.3)⌋ = ⌊57.44⌋ = 57;
+    - on a whole device: 700 + 300 left → share 300, others 7,000 → F = 3,650, Δ = −150.
+    FGD keeps the smallest Δ: device 7, score 57."""
+    typ = mix((1000, 500, 1, 0.5), (1000, 0, 0, 0.25), (1000, 1000, 8, 0.25))
+    state = one_node_state([1000] * 7 + [300], typ)
+    fgd = ali.Fgd()
+    share = task("s", milli=300)
+    node, devices = fgd(state, share, np.array([0]))
+    assert (node, devices) == (0, (7,))
+    scores, deltas, _ = fgd.evaluate(state.classes, np.array([0]), share)
+    assert deltas[0] == pytest.approx(-300.0)
+    assert scores[0] == 57
+    assert ali.fgd_score(np.array([-150.0, 0.0])).tolist() == [53, 50]
+
+
+def test_best_devices_rule():
+    """A share goes on the fitting device with least free (ties: lowest index); whole GPUs
+    take the lowest-index completely free devices."""
+    free = np.array([1000, 400, 300, 300, 1000, 1000])
+    assert ali.best_devices(free, task("s", milli=250)) == (2,)
+    assert ali.best_devices(free, task("w", gpus=2)) == (0, 4)
+
+
+def test_volcano_score_is_nodeorder_plus_binpack():
+    """One node, 100 cores / 100,000 MiB, empty; task 50 cores, 25,000 MiB, no GPU.
+    LeastAllocated: cpu ⌊50·100/100⌋ = 50, memory 75 → ⌊(50·50 + 75·50)/100⌋ = 62;
+    Balanced: |0.5 − 0.25|/2 = 0.125 → int(87.5) = 87; binpack (0.5 + 0.25)/2·100 = 37.5;
+    TaintToleration 100 × 3 = 300 on every node. Total 486.5."""
+    nodes = [ali.TraceNode("n0", 100_000, 100_000, 1, "T4")]
+    cluster = ali.Cluster.of(nodes)
+    volcano = ali.VolcanoDefault(cluster, 0)
+    t = ali.TraceTask("t", 50_000, 25_000, 0, 0)
+    assert volcano.score(cluster, 0, t) == pytest.approx(486.5)
+
+
+def test_online_run_drops_what_fits_nowhere():
+    """One node with 2 GPUs: a 2-GPU task fills it, the next 1-GPU task is dropped, a
+    CPU-only task still fits. Allocation 2,000 of 2,000 milli = 100 %."""
+    nodes = [ali.TraceNode("n0", 64_000, 262_144, 2, "T4")]
+    seq = [task("a", gpus=2), task("b"), ali.TraceTask("c", 1000, 10, 0, 0)]
+    typ = ali.typical_tasks(seq, ("T4",))
+    result = ali.run_online(ali.Fgd(), "fgd", nodes, seq, [0], typ)
+    assert result.placed.tolist() == [0, -1, 0]
+    assert result.allocated.tolist() == [2000, 2000, 2000]
+    assert result.arrived.tolist() == [2000, 3000, 3000]
+    assert result.allocation_ratio == pytest.approx(100.0)
+
+
+def test_discretised_allocation_at_an_arrival_percentage():
+    """Capacity 1,000; arrived 400, 1,000, 1,040 with 400, 600, 600 allocated. Arrival
+    100 % collects the points rounding to 100 (1,000 → 100, 1,040 → 104 no): 60 %. Arrival
+    103 % has no point and falls back to 102 (none) then 104: 60 %."""
+    result = ali.RunResult(
+        "x", 0, 1.0, 1000, np.array([400, 1000, 1040]), np.array([400, 600, 600]),
+        np.zeros(3), np.zeros(3, dtype=np.int64), 0.0,
+    )  # fmt: skip
+    assert result.at(100) == pytest.approx(60.0)
+    assert result.at(103) == pytest.approx(60.0)
+    assert result.at(40) == pytest.approx(40.0)
+
+
+def test_cpsat_batch_model_values_its_fgd_hint_exactly_and_never_does_worse():
+    """On a small cluster the model's value of the FGD hint equals 1000·(alloc_weight ×
+    allocated milli − ΔF), ΔF from frag_amount, up to the rounding of the weights to 1/1000:
+    at most ½ unit per free milli before and after on each of the 12 devices (12,000 units,
+    12 milli of F, against F changes of thousands). The solver's answer is at least the hint."""
+    nodes = [ali.TraceNode(f"n{i}", 32_000, 131_072, 4, "V100M16") for i in range(3)]
+    tasks = [
+        ali.TraceTask(f"t{i}", 2000 * (1 + i % 3), 4096, 1, m)
+        for i, m in enumerate([810, 470, 320, 1000, 230, 650, 470, 1000, 160, 320])
+    ]
+    typ = ali.typical_tasks(tasks, ("V100M16",))
+    state = ali.new_state(nodes, typ, [0, 1, 2], 0)
+    solver = ali.BatchSolver(ali.BatchOptions(size=10, time_limit=2.0, workers=1))
+    hint = solver.hint(state, tasks)
+    specs = solver.specs(state, tasks, hint)
+    built = ali._BatchModel(state, specs, hint, solver.options)
+    after = state.cluster.copy()
+    milli = 0
+    for t, choice in zip(tasks, hint, strict=True):
+        if choice is not None:
+            after.place(choice[0], t, choice[1])
+            milli += t.gpu_request
+    frag = ali.frag_amount(after.cpu, after.gpus, after.model, typ).sum()
+    frag -= ali.frag_amount(state.cluster.cpu, state.cluster.gpus, state.cluster.model, typ).sum()
+    expected = ali.FRAG_SCALE * (solver.options.alloc_weight * milli - frag)
+    assert built.hint_value == pytest.approx(expected, abs=12_000)
+    choices, info = built.run()
+    assert choices is not None
+    assert info["objective"] >= info["hint"]
+
+
+# --------------------------------------------------------------------------------- the import
+
+
+@needs_data
+def test_import_trace_loads_and_books_shares_as_hami_percentages():
+    """A slice (one node per shape: 15 nodes) of gpuspec33. Every job is one pod; a share of
+    m milli asks ``gpumem-percentage`` = ``gpucores`` = m/10, which HAMi books as ⌊memory ×
+    m/1000⌋ MiB and m/10 cores, so its GPU-equivalent share is m/1000; a whole GPU books
+    100 cores (exclusive). gpu_spec becomes ``nvidia.com/use-gputype``."""
+    doc = ali.import_trace(
+        DATA / "openb_pod_list_gpuspec33.csv",
+        DATA / "openb_node_list_gpu_node.csv",
+        42,
+        1.3,
+        nodes_per_shape=1,
+    )
+    instance = from_dict(doc, "alibaba-slice")
+    assert len(instance.nodes) == 15
+    assert len(instance.jobs) == len(doc["jobs"]) == len(instance.pods)
+    node = next(n for n in instance.nodes if n.labels[ali.GPU_MODEL_LABEL] == "T4")
+    device = node.gpus[0]
+    assert device.type == "NVIDIA-T4"
+    assert device.memory == 15109
+    checked = Counter()
+    for job, raw in zip(instance.jobs, doc["jobs"], strict=True):
+        res = raw["tasks"][0]["resources"]
+        (spec,) = job.tasks
+        requests = spec.gpu
+        if "nvidia.com/gpumem-percentage" in res:
+            pct = res["nvidia.com/gpumem-percentage"]
+            (req,) = requests
+            assert req.memory_on(device.memory) == device.memory * pct // 100
+            assert req.booked_cores == pct
+            assert req.share_of(device.memory) == pytest.approx(pct / 100)
+            checked["share"] += 1
+        elif "nvidia.com/gpu" in res:
+            (req,) = requests
+            assert req.nums == res["nvidia.com/gpu"]
+            assert req.exclusive
+            checked["whole"] += 1
+        if "annotations" in raw["tasks"][0]:
+            assert spec.annotations[ali.USE_GPU_TYPE]
+            checked["spec"] += 1
+    assert checked["share"] and checked["whole"] and checked["spec"]
+
+
+@needs_data
+def test_committed_slice_is_the_import_of_its_stated_command():
+    """instances/alibaba-slice.yaml is regenerated by the import it names in its header."""
+    import yaml
+
+    text = (REPO / "instances" / "alibaba-slice.yaml").read_text()
+    doc = yaml.safe_load(text)
+    fresh = ali.import_trace(
+        DATA / "openb_pod_list_default.csv",
+        DATA / "openb_node_list_gpu_node.csv",
+        42,
+        1.3,
+        nodes_per_shape=1,
+    )
+    assert doc == fresh
+    assert from_dict(doc, "alibaba-slice").jobs
+
+
+# ------------------------------------------------------------------------------ the benchmark
+
+
+@needs_data
+def test_benchmark_cli_smoke_on_a_slice():
+    """Every online policy and a tiny cpsat batch run on a 15-node slice; each prints one JSON
+    object with a ratio in (0, 100] and never allocates more than arrived."""
+    cmd = [
+        sys.executable,
+        str(REPO / "benchmarks" / "alibaba.py"),
+        "--policy",
+        "bestfit,fgd,volcano,random,dotprod,cpsat-batch",
+        "--seeds",
+        "42",
+        "--nodes-per-shape",
+        "1",
+        "--batch",
+        "32",
+        "--time-limit",
+        "0.5",
+        "--data",
+        str(DATA),
+        "--json",
+    ]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=True)
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [r["policy"] for r in rows] == ["bestfit", "fgd", "volcano", "random", "dotprod",
+                                           "cpsat-batch"]  # fmt: skip
+    for row in rows:
+        assert 0 < row["allocation_ratio"] <= 100
+        assert row["seed"] == 42 and row["arrival"] == 1.3
+        assert row["wall_seconds"] >= 0
+        assert not any(isinstance(v, float) and math.isnan(v) for v in row["alloc_at"].values())

@@ -1,0 +1,68 @@
+"""Smoke tests of the benchmark scripts: each runs end to end on a tiny input, exits 0 and
+prints its table. The figures themselves are not checked here (they depend on the machine)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _cells(output: str) -> list[list[str]]:
+    """The stripped cells of every Markdown table row printed."""
+    return [
+        [c.strip() for c in line.strip("|").split("|")]
+        for line in output.splitlines()
+        if line.startswith("|")
+    ]
+
+
+def test_scale_runs_on_shape_s() -> None:
+    """Shape S with a 2 s CP-SAT budget finishes in seconds; the engine table has one row per
+    engine, and the instance table names S's 32 nodes (4 racks × 8)."""
+    result = _run("scale.py", "--shapes", "S", "--time-limit", "2", "--workers", "1")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert any(line.startswith("| shape") and "engine" in line for line in lines)
+    cells = _cells(result.stdout)
+    assert ["S", "greedy"] in [c[:2] for c in cells]
+    assert ["S", "cpsat"] in [c[:2] for c in cells]
+    assert any(c[:2] == ["S", "32"] for c in cells)
+
+
+def test_scale_json_has_both_engines_and_all_stages() -> None:
+    """``--json`` prints one result per shape with the four stage values of both engines."""
+    result = _run("scale.py", "--shapes", "S", "--time-limit", "1", "--workers", "1", "--json")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    (shape,) = doc["results"]
+    assert [e["engine"] for e in shape["engines"]] == ["greedy", "cpsat"]
+    for engine in shape["engines"]:
+        assert set(engine["stages"]) == {"work", "fairness", "topology", "packing"}
+        assert engine["violations"] == 0
+
+
+def test_greedy_speed_runs_on_a_tiny_custom_instance() -> None:
+    """Two demo runs and a 20-node / 60-pod generated instance: the table has a row for each,
+    with the demo's 8 nodes and the generated instance's 20 nodes and 60 pods."""
+    result = _run("greedy_speed.py", "--repeat", "2", "--nodes", "20", "--pods", "60")
+    assert result.returncode == 0, result.stderr
+    cells = _cells(result.stdout)
+    assert cells[0][:3] == ["instance", "nodes", "pods"]
+    assert ["instances/demo.yaml", "8"] in [c[:2] for c in cells]
+    assert any(c[1:3] == ["20", "60"] for c in cells)
+    assert "requirement" in result.stdout
