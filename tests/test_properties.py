@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, note, settings
 from strategies import CLOSED_WINDOW, OPEN_WINDOW, ZONE, instances, to_yaml
 
