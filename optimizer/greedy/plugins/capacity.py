@@ -18,7 +18,7 @@ from models.queues import ROOT, capacity_flat, capacity_hierarchical
 
 from ..api import JobInfo, QueueInfo, TaskInfo, vadd, vle, vsub
 from ..session import PERMIT, REJECT, Event, EventHandler, Plugin, Session
-from .proportion import QueueState, exceeding_dims, fits_quota_vector, job_min_request, queue_usage
+from .queue_usage import QueueState, exceeding_dims, fits_quota_vector, job_min_request, queue_usage
 
 RECLAIM_LEVEL = "ancestorReclaimLevel"
 
