@@ -132,7 +132,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_generate(args: argparse.Namespace) -> int:
     from .generate import generate, write_instance
 
-    doc = generate(args.shape, args.seed, args.load)
+    try:
+        doc = generate(args.shape, args.seed, args.load)
+    except ValueError as err:
+        raise InputError([Problem(str(err), field="generate")]) from None
     if args.output:
         write_instance(doc, args.output)
     else:
@@ -143,7 +146,12 @@ def cmd_generate(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from .alibaba import import_trace
 
-    doc = import_trace(args.pods, args.nodes, args.seed, args.arrival)
+    try:
+        doc = import_trace(
+            args.pods, args.nodes, args.seed, args.arrival, nodes_per_shape=args.nodes_per_shape
+        )
+    except (ValueError, KeyError) as err:
+        raise InputError([Problem(f"not an Alibaba trace file: {err}", file=args.pods)]) from None
     text = yaml.safe_dump(doc, sort_keys=False)
     if args.output:
         write_atomic(args.output, text)
@@ -250,6 +258,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nodes", required=True, help="openb_node_list_gpu_node.csv")
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--arrival", type=float, default=1.3, help="arrived GPU demand / capacity")
+    p.add_argument(
+        "--nodes-per-shape", type=int, help="keep this many nodes of each shape (a slice)"
+    )
     p.add_argument("-o", "--output")
     p.set_defaults(func=cmd_import)
 
