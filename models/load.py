@@ -954,6 +954,13 @@ class _Builder:
                     path = f"{field}.gpus[{c}][{d}]" if nested else f"{field}.gpus[{d}]"
                     self._device_share(node, share, obj, path)
                 shares.append(tuple(DeviceShare(x.id, x.memory, x.cores) for x in container))
+            if task.gpu and not shares and node.gpus:
+                self.diag.warn(
+                    obj,
+                    f"{field}.gpus",
+                    "a running GPU pod without devices holds none of its node's GPUs in vcopt's "
+                    "accounting; list the devices it uses",
+                )
             out.append(RunningPod(r.index, r.node, task_name, tuple(shares)))
         return tuple(out)
 

@@ -933,6 +933,13 @@ FRAG_SCALE = 1000
 """Device fragment weights w_j enter the CP-SAT objective as integers ⌊1000·w_j⌉."""
 
 
+CPU_TASK_VALUE = 100
+"""Milli-GPU a placed CPU-only task is worth in the batch objective. GPU allocation does not
+count them, but an online policy places what fits: worth more than any fragmentation its CPU
+can cause (≤ 8,000 milli of F, divided by ``alloc_weight``), less than a GPU task it would
+crowd out of a node's CPU."""
+
+
 @dataclass(frozen=True)
 class BatchOptions:
     size: int = 256
@@ -1141,8 +1148,9 @@ class _BatchModel:
                     self.model.add_hint(var, h)
                     self.vars.append((si, n, d, var))
                     mine.append(var)
-                    self.objective.append(gain * t.gpu_request * var)
-                    self.hint_value += gain * t.gpu_request * h
+                    value = gain * (t.gpu_request or CPU_TASK_VALUE)
+                    self.objective.append(value * var)
+                    self.hint_value += value * h
                     self.on_node.setdefault(n, []).append((t, var, ub, h))
                     if t.fractional:
                         self.on_device.setdefault((n, d), []).append((t.gpu_milli, var, h))

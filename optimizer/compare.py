@@ -53,11 +53,15 @@ PRIMARY = (
     ("evictions", False),
     ("pods_evicted_at_window_close", False),
 )
+CONTEXT = ("pods_on_revocable_nodes",)
+"""Rows shown for context: neither more nor fewer is better in itself."""
 
 
 def rows(greedy: Plan, cpsat: Plan) -> list[Row]:
     g, c = greedy.metrics, cpsat.metrics
     out = [Row(name, _num(g.get(name)), _num(c.get(name)), better) for name, better in PRIMARY]
+    for name in CONTEXT:
+        out.append(Row(name, _num(g.get(name)), _num(c.get(name)), None))
     shares_g = {q["queue"]: q["share"] for q in g.get("queues", []) if q.get("leaf", True)}
     shares_c = {q["queue"]: q["share"] for q in c.get("queues", []) if q.get("leaf", True)}
     for queue in sorted(shares_g.keys() | shares_c.keys()):

@@ -19,13 +19,14 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
+from math import ceil
 from typing import Any
 
 from models.cluster import Node
 from models.gpu import FULL_CORES, GpuDevice, GpuFilter, GpuRequest
 from models.instance import Instance
 from models.queues import capacity_flat, capacity_hierarchical, proportion_deserved, share
-from models.resources import CPU, EMPTY, MEMORY, Resources, format_amount, parse_amount
+from models.resources import CPU, EMPTY, MEMORY, NVIDIA_GPU, Resources, format_amount, parse_amount
 from models.tdm import Window, node_zone, pod_preemptable, window_active, window_closes_at
 from models.workload import DeviceShare, Job, Task
 
@@ -392,7 +393,7 @@ def _topology(
             continue
         tier = instance.topology.lca_tier(b.node for b in pods)
         tiers[job.key] = tier
-        if tier <= lowest(sum((tasks[b.pod].resources for b in pods), EMPTY)):
+        if tier <= lowest(sum((lowest.need(tasks[b.pod]) for b in pods), EMPTY)):
             at_lowest += 1
     return tiers, at_lowest
 
@@ -406,6 +407,25 @@ class _LowestTier:
         self._instance = instance
         self._domain_size: dict[str, Resources] = {}
         self._known: dict[Resources, int] = {}
+        self._largest = max((d.memory for n in instance.nodes for d in n.gpus), default=1)
+
+    def need(self, task: Task) -> Resources:
+        """A pod's request with ``nvidia.com/gpu`` counted in GPU-equivalents (milli): node
+        allocatable counts HAMi time-slices there, which says nothing about whole cards."""
+        if not task.gpu:
+            return task.resources
+        share = sum(r.nums * r.share_of(self._largest) for r in task.gpu)
+        return task.resources + {
+            NVIDIA_GPU: ceil(MILLI * share - _EPS) - task.resources.get(NVIDIA_GPU)
+        }
+
+    def _capacity(self, node: Node) -> Resources:
+        """Allocatable with ``nvidia.com/gpu`` as healthy whole cards (milli) when the node
+        lists its devices."""
+        if not node.gpus:
+            return node.allocatable
+        cards = MILLI * sum(1 for d in node.gpus if d.health)
+        return node.allocatable + {NVIDIA_GPU: cards - node.allocatable.get(NVIDIA_GPU)}
 
     def __call__(self, need: Resources) -> int:
         if need not in self._known:
@@ -414,7 +434,7 @@ class _LowestTier:
 
     def _find(self, need: Resources) -> int:
         instance = self._instance
-        if any(need.less_equal(n.allocatable) for n in instance.nodes):
+        if any(need.less_equal(self._capacity(n)) for n in instance.nodes):
             return 0
         topo = instance.topology
         for tier in topo.tiers():
@@ -428,7 +448,7 @@ class _LowestTier:
         if hn not in self._domain_size:
             nodes = self._instance.node_by_name
             self._domain_size[hn] = sum(
-                (nodes[n].allocatable for n in self._instance.topology.real_nodes(hn)), EMPTY
+                (self._capacity(nodes[n]) for n in self._instance.topology.real_nodes(hn)), EMPTY
             )
         return self._domain_size[hn]
 

@@ -270,6 +270,20 @@ def test_cpsat_batch_model_values_its_fgd_hint_exactly_and_never_does_worse():
     assert info["objective"] >= info["hint"]
 
 
+def test_cpsat_batch_places_a_cpu_only_task_that_fits_even_if_it_fragments():
+    """One node, 2 free T4s, 20 cores. Typical mix: a whole GPU with 16 cores (p ½) and a
+    CPU-only task (p ½): F = ½·2,000 = 1,000. Placing the arriving 8-core CPU-only task leaves
+    12 cores, the whole-GPU task stops fitting and F becomes 2,000. GPU allocation does not
+    count the task, so only its own value (CPU_TASK_VALUE) keeps the model from dropping it; an
+    online policy places what fits."""
+    nodes = [ali.TraceNode("n0", 20_000, 65_536, 2, "T4")]
+    typ = ali.typical_tasks([task("w", cpu=16_000), ali.TraceTask("c", 8000, 1, 0, 0)], ("T4",))
+    state = ali.new_state(nodes, typ, [0], 0)
+    cpu_task = ali.TraceTask("x", 8000, 1024, 0, 0)
+    solver = ali.BatchSolver(ali.BatchOptions(size=1, time_limit=2.0, workers=1))
+    assert solver.solve(state, [cpu_task]) == [(0, ())]
+
+
 # --------------------------------------------------------------------------------- the import
 
 

@@ -344,6 +344,33 @@ def test_jobs_too_big_for_a_node_or_a_rack_are_at_their_lowest_tier() -> None:
     assert m.mean_lca_tier == pytest.approx(1.5)
 
 
+GPU_RACK = """
+nodes:
+- {name: g1, labels: {rack: r1}, allocatable: {cpu: "96", memory: 768Gi}, gpus: {count: 8, memory: 81920}}
+- {name: g2, labels: {rack: r1}, allocatable: {cpu: "96", memory: 768Gi}, gpus: {count: 8, memory: 81920}}
+hypernodes:
+- name: rack-1
+  tier: 1
+  members: [{type: Node, selector: {labelMatch: {matchLabels: {rack: r1}}}}]
+jobs:
+- {name: gang, tasks: [{name: w, replicas: 2, resources: {cpu: "8", nvidia.com/gpu: 8}}]}
+"""
+
+
+def test_lowest_tier_counts_whole_cards_not_time_slices() -> None:
+    """Each node lists 8 GPUs with 10 time-slices, so its nvidia.com/gpu allocatable is 80.
+    Two 8-GPU pods need 16 whole cards: no node has them (8 each), rack-1 does (16) → the
+    lowest tier is 1, and the gang on g1 + g2 sits at tier 1 ✓ (share 1). Counting
+    time-slices would wrongly say one node holds both (16 ≤ 80) → lowest tier 0 and share 0."""
+    m = measure(
+        instance(GPU_RACK),
+        place("gang-w-0", "g1", *(DeviceShare(f"GPU-g1-{i}", 81920, 100) for i in range(8))),
+        place("gang-w-1", "g2", *(DeviceShare(f"GPU-g2-{i}", 81920, 100) for i in range(8))),
+    )
+    assert dict(m.job_lca_tiers) == {"default/gang": 1}
+    assert m.lowest_tier_share == pytest.approx(1.0)
+
+
 # -- fragmentation -------------------------------------------------------------------------------
 
 EIGHT_GPUS = """

@@ -91,6 +91,17 @@ class CpsatModel:
         self._hint(values)
         return values
 
+    def within_model(self, plan: Plan) -> bool:
+        """Whether every placement of ``plan`` is a choice the model offers. A plan that uses a
+        node the model rules out (e.g. a revocable node under ``--tdm-lookahead``) is not a
+        fallback candidate: returning it would break the options the user asked for."""
+        group_of = {p.key: g for g in self.data.groups for p in g.pods}
+        for p in plan.placements:
+            g = group_of.get(p.pod)
+            if g is None or (g.index, self.data.node_index(p.node)) not in self.vars.count:
+                return False
+        return True
+
     def _hint(self, values: Values) -> None:
         self.model.clear_hints()
         for i in range(self.num_variables):
@@ -230,7 +241,7 @@ class CpsatModel:
             return self._fallback(greedy, greedy_values, status, reason, wall, statuses)
         plan = self._plan_from(best)
         plan_values = evaluate(self.data, plan)
-        if self._score(plan_values) <= self._score(greedy_values):
+        if self.within_model(greedy) and self._score(plan_values) <= self._score(greedy_values):
             return self._fallback(
                 greedy, greedy_values, status, "CP-SAT plan not better than greedy", wall, statuses
             )
