@@ -346,8 +346,14 @@ def test_jobs_too_big_for_a_node_or_a_rack_are_at_their_lowest_tier() -> None:
 
 GPU_RACK = """
 nodes:
-- {name: g1, labels: {rack: r1}, allocatable: {cpu: "96", memory: 768Gi}, gpus: {count: 8, memory: 81920}}
-- {name: g2, labels: {rack: r1}, allocatable: {cpu: "96", memory: 768Gi}, gpus: {count: 8, memory: 81920}}
+- name: g1
+  labels: {rack: r1}
+  allocatable: {cpu: "96", memory: 768Gi}
+  gpus: {count: 8, memory: 81920}
+- name: g2
+  labels: {rack: r1}
+  allocatable: {cpu: "96", memory: 768Gi}
+  gpus: {count: 8, memory: 81920}
 hypernodes:
 - name: rack-1
   tier: 1
