@@ -16,37 +16,6 @@ from .errors import Diagnostics
 
 KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle")
 OTHER_ACTIONS = ("gangpreempt", "gangreclaim")
-KNOWN_PLUGINS = frozenset(
-    {
-        "priority",
-        "gang",
-        "conformance",
-        "drf",
-        "proportion",
-        "capacity",
-        "predicates",
-        "nodeorder",
-        "binpack",
-        "overcommit",
-        "tdm",
-        "deviceshare",
-        "network-topology-aware",
-        "sla",
-        "task-topology",
-        "numaaware",
-        "nodegroup",
-        "usage",
-        "extender",
-        "resource-strategy-fit",
-        "cdp",
-        "rescheduling",
-        "pdb",
-        "resourcequota",
-        "capacity-card",
-    }
-)
-"""Plugins Volcano ships; vcopt models a subset and warns about the rest."""
-
 MODELLED_PLUGINS = frozenset(
     {
         "priority",
@@ -64,6 +33,22 @@ MODELLED_PLUGINS = frozenset(
         "network-topology-aware",
     }
 )
+
+KNOWN_PLUGINS = MODELLED_PLUGINS | {
+    "sla",
+    "task-topology",
+    "numaaware",
+    "nodegroup",
+    "usage",
+    "extender",
+    "resource-strategy-fit",
+    "cdp",
+    "rescheduling",
+    "pdb",
+    "resourcequota",
+    "capacity-card",
+}
+"""Plugins Volcano ships; vcopt models a subset and warns about the rest."""
 
 FLAGS = (
     "JobOrder",
