@@ -45,7 +45,8 @@ class _Progress(cp_model.CpSolverSolutionCallback):
         self.stage = stage
 
     def on_solution_callback(self) -> None:
-        obj, bound = self.objective_value, self.best_objective_bound
+        # Adding 0.0 turns CP-SAT's negative zero into a plain 0 for printing.
+        obj, bound = self.objective_value + 0.0, self.best_objective_bound + 0.0
         gap = abs(bound - obj) / max(1.0, abs(obj))
         print(
             f"cpsat {self.stage}: objective {obj:.0f}  bound {bound:.0f}  "
