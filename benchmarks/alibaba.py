@@ -107,8 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=seeds, default=seeds("42-51"))
     p.add_argument("--arrival", type=float, default=1.3)
     p.add_argument("--trace", default="default", help="openb_pod_list_<trace>.csv")
-    p.add_argument("--batch", type=int, default=256, help="cpsat-batch: arrivals per batch")
-    p.add_argument("--time-limit", type=float, default=5.0, help="CP-SAT seconds per solve")
+    p.add_argument("--batch", type=int, default=64, help="cpsat-batch: arrivals per batch")
+    p.add_argument("--time-limit", type=float, default=2.0, help="CP-SAT seconds per solve")
     p.add_argument("--data", type=Path, default=DATA, help="folder of the trace CSVs")
     p.add_argument(
         "--nodes-per-shape", type=int, default=0, help="a smaller cluster (arrivals tuned to it)"

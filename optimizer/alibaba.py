@@ -942,8 +942,8 @@ crowd out of a node's CPU."""
 
 @dataclass(frozen=True)
 class BatchOptions:
-    size: int = 256
-    time_limit: float = 5.0
+    size: int = 64
+    time_limit: float = 2.0
     """Seconds per batch."""
     workers: int = 2
     classes_per_spec: int = 8
