@@ -772,6 +772,57 @@ def new_state(nodes: Sequence[TraceNode], typ: Typical, rank: Sequence[int], see
     )
 
 
+class _Replay:
+    """The per-task log of a run (§4 step 7): every arrival is recorded, placed or dropped,
+    with the cumulative arrived and allocated milli and the fragmentation amount after it."""
+
+    def __init__(self, state: Any, n: int) -> None:
+        self.cluster, self.classes = state.cluster, state.classes
+        self.arrived = np.zeros(n, dtype=np.int64)
+        self.allocated = np.zeros(n, dtype=np.int64)
+        self.frag = np.zeros(n, dtype=np.float64)
+        self.placed = np.full(n, -1, dtype=np.int64)
+        self.total_arrived = 0
+        self.total_allocated = self.cluster.allocated
+        self.total_frag = self.classes.total_frag()
+
+    def record(self, i: int, task: TraceTask, choice: tuple[int, Any] | None) -> None:
+        self.total_arrived += task.gpu_request
+        if choice is not None:
+            node, devices = choice
+            classes = self.classes
+            before = classes.frag[classes.of_node[node]]
+            self.cluster.place(node, task, devices)
+            classes.update(self.cluster, node)
+            self.total_frag += classes.frag[classes.of_node[node]] - before
+            self.total_allocated += task.gpu_request
+            self.placed[i] = node
+        self.arrived[i] = self.total_arrived
+        self.allocated[i] = self.total_allocated
+        self.frag[i] = self.total_frag
+
+    def result(
+        self,
+        name: str,
+        seed: int,
+        arrival: float,
+        start: float,
+        extra: dict[str, Any] | None = None,
+    ) -> RunResult:
+        return RunResult(
+            name,
+            seed,
+            arrival,
+            int((self.cluster.gpu_count * MILLI).sum()),
+            self.arrived,
+            self.allocated,
+            self.frag,
+            self.placed,
+            time.perf_counter() - start,
+            extra or {},
+        )
+
+
 def run_online(
     policy: Policy,
     name: str,
@@ -786,42 +837,16 @@ def run_online(
     dropped (§4 step 6)."""
     start = time.perf_counter()
     state = new_state(nodes, typ, rank, seed)
-    cluster, classes = state.cluster, state.classes
-    n = len(sequence)
-    arrived = np.zeros(n, dtype=np.int64)
-    allocated = np.zeros(n, dtype=np.int64)
-    frag = np.zeros(n, dtype=np.float64)
-    placed = np.full(n, -1, dtype=np.int64)
-    total_arrived = 0
-    total_allocated = cluster.allocated
-    total_frag = classes.total_frag()
+    log = _Replay(state, len(sequence))
     allowed_cache: dict[tuple[str, ...], np.ndarray] = {}
     for i, task in enumerate(sequence):
-        total_arrived += task.gpu_request
         allowed = allowed_cache.get(task.models)
         if allowed is None:
-            allowed = allowed_cache[task.models] = cluster.allowed_models(task)
-        feasible = np.flatnonzero(cluster.feasible(task, allowed))
+            allowed = allowed_cache[task.models] = state.cluster.allowed_models(task)
+        feasible = np.flatnonzero(state.cluster.feasible(task, allowed))
         node, devices = policy(state, task, feasible) if feasible.size else (-1, ())
-        if node >= 0:
-            before = classes.frag[classes.of_node[node]]
-            cluster.place(node, task, devices)
-            classes.update(cluster, node)
-            total_frag += classes.frag[classes.of_node[node]] - before
-            total_allocated += task.gpu_request
-            placed[i] = node
-        arrived[i], allocated[i], frag[i] = total_arrived, total_allocated, total_frag
-    return RunResult(
-        name,
-        seed,
-        arrival,
-        int((cluster.gpu_count * MILLI).sum()),
-        arrived,
-        allocated,
-        frag,
-        placed,
-        time.perf_counter() - start,
-    )
+        log.record(i, task, (node, devices) if node >= 0 else None)
+    return log.result(name, seed, arrival, start)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1335,42 +1360,16 @@ def run_batched(
     log still has one point per task, in arrival order."""
     start = time.perf_counter()
     state = new_state(nodes, typ, rank, seed)
-    cluster, classes = state.cluster, state.classes
-    n = len(sequence)
-    arrived = np.zeros(n, dtype=np.int64)
-    allocated = np.zeros(n, dtype=np.int64)
-    frag = np.zeros(n, dtype=np.float64)
-    placed = np.full(n, -1, dtype=np.int64)
-    total_arrived, total_allocated, total_frag = 0, cluster.allocated, classes.total_frag()
+    log = _Replay(state, len(sequence))
     size = solver.options.size
-    for first in range(0, n, size):
+    for first in range(0, len(sequence), size):
         batch = sequence[first : first + size]
         choices = solver.solve(state, batch)
         for j, (task, choice) in enumerate(zip(batch, choices, strict=True)):
-            i = first + j
-            total_arrived += task.gpu_request
-            if choice is not None:
-                node, devices = choice
-                before = classes.frag[classes.of_node[node]]
-                cluster.place(node, task, devices)
-                classes.update(cluster, node)
-                total_frag += classes.frag[classes.of_node[node]] - before
-                total_allocated += task.gpu_request
-                placed[i] = node
-            arrived[i], allocated[i], frag[i] = total_arrived, total_allocated, total_frag
+            log.record(first + j, task, choice)
+    cluster = state.cluster
     assert (cluster.cpu >= 0).all() and (cluster.mem >= 0).all() and (cluster.gpus >= 0).all()
-    return RunResult(
-        name,
-        seed,
-        arrival,
-        int((cluster.gpu_count * MILLI).sum()),
-        arrived,
-        allocated,
-        frag,
-        placed,
-        time.perf_counter() - start,
-        {"batches": solver.stats},
-    )
+    return log.result(name, seed, arrival, start, {"batches": solver.stats})
 
 
 # --------------------------------------------------------------------------------------------

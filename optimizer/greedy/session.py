@@ -565,24 +565,29 @@ class Session:
         self, task: TaskInfo, node: NodeInfo, gpus: tuple[DeviceShare, ...] | None
     ) -> Operation:
         """``Statement.Allocate`` without the statement bookkeeping."""
-        self._update_status(task, Status.ALLOCATED)
-        task.node = node.name
-        task.gpus = gpus
-        node.add_task(task)
-        self._book_gpus(task, node)
-        self._fire(True, task)
-        return Operation("allocate", task, node.name, gpus=gpus)
+        return self._place(task, node, gpus, Status.ALLOCATED, "allocate")
 
     def pipeline(
         self, task: TaskInfo, node: NodeInfo, gpus: tuple[DeviceShare, ...] | None
     ) -> Operation:
-        self._update_status(task, Status.PIPELINED)
+        """``Statement.Pipeline``: the same events as allocate, but only future resources."""
+        return self._place(task, node, gpus, Status.PIPELINED, "pipeline")
+
+    def _place(
+        self,
+        task: TaskInfo,
+        node: NodeInfo,
+        gpus: tuple[DeviceShare, ...] | None,
+        status: Status,
+        kind: str,
+    ) -> Operation:
+        self._update_status(task, status)
         task.node = node.name
         task.gpus = gpus
         node.add_task(task)
         self._book_gpus(task, node)
         self._fire(True, task)
-        return Operation("pipeline", task, node.name, gpus=gpus)
+        return Operation(kind, task, node.name, gpus=gpus)
 
     def evict(self, task: TaskInfo, reason: str) -> Operation:
         """Mark a running task Releasing: it keeps its node resources until it is gone."""

@@ -97,3 +97,24 @@ def devices_of(plan: Plan, job: str) -> list[list[str]]:
 
 def evicted(plan: Plan) -> list[tuple[str, str]]:
     return sorted((e.pod, e.reason) for e in plan.evictions)
+
+
+QUEUES = """
+    scheduler:
+      actions: "enqueue, allocate"
+      tiers:
+      - plugins: [{name: priority}, {name: gang}]
+      - plugins: [{name: predicates}, {name: capacity}]
+    nodes:
+    - {name: n1, allocatable: {cpu: "8", memory: 64Gi}}
+    - {name: n2, allocatable: {cpu: "8", memory: 64Gi}}
+    queues:
+    - {name: qa, deserved: {cpu: "8"}}
+    - {name: qb, deserved: {cpu: "8"}, priority: 10}
+    jobs:
+    - {name: a1, queue: qa, tasks: [{name: w, replicas: 1, resources: {cpu: "8", memory: 1Gi}}]}
+    - {name: b1, queue: qb, tasks: [{name: w, replicas: 1, resources: {cpu: "8", memory: 1Gi}}]}
+    - {name: b2, queue: qb, tasks: [{name: w, replicas: 1, resources: {cpu: "8", memory: 1Gi}}]}
+    """
+"""Two 8-CPU nodes; qa and qb deserve 8 CPUs each, qb has the higher queue priority and two
+one-node jobs, qa one."""

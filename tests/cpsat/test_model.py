@@ -8,7 +8,16 @@ import time
 from pathlib import Path
 
 import pytest
-from cpsat_kit import checked, cpsat_over_greedy, greedy, instance, nodes_of, options, stages
+from cpsat_kit import (
+    QUEUES,
+    checked,
+    cpsat_over_greedy,
+    greedy,
+    instance,
+    nodes_of,
+    options,
+    stages,
+)
 from ortools.sat.python import cp_model
 
 from models.instance import Instance
@@ -93,23 +102,6 @@ TOPOLOGY = """
 """Greedy (binpack) splits the pair over n1 and n3 (spine, tier 2); one rack would do
 (test_objective.test_lower_lca_tier_than_greedy has the reasoning)."""
 
-QUEUES = """
-    scheduler:
-      actions: "enqueue, allocate"
-      tiers:
-      - plugins: [{name: priority}, {name: gang}]
-      - plugins: [{name: predicates}, {name: capacity}]
-    nodes:
-    - {name: n1, allocatable: {cpu: "8", memory: 64Gi}}
-    - {name: n2, allocatable: {cpu: "8", memory: 64Gi}}
-    queues:
-    - {name: qa, deserved: {cpu: "8"}}
-    - {name: qb, deserved: {cpu: "8"}, priority: 10}
-    jobs:
-    - {name: a1, queue: qa, tasks: [{name: w, replicas: 1, resources: {cpu: "8", memory: 1Gi}}]}
-    - {name: b1, queue: qb, tasks: [{name: w, replicas: 1, resources: {cpu: "8", memory: 1Gi}}]}
-    - {name: b2, queue: qb, tasks: [{name: w, replicas: 1, resources: {cpu: "8", memory: 1Gi}}]}
-    """
 """Greedy gives both nodes to the higher-priority queue qb; fairer is one each
 (test_objective.test_fill_the_under_deserved_queue_first)."""
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from cpsat_kit import (
+    QUEUES,
     checked,
     cpsat_over_greedy,
     devices_of,
@@ -168,25 +169,7 @@ def test_fill_the_under_deserved_queue_first() -> None:
     fill = min(1000, ⌊1000 · allocated / deserved⌋) and share capped at 10000: greedy qa 0,
     qb 1000 (share 2000) → 10001 × 1000 + 0 = 10001000; CP-SAT 1000 + 1000 (shares 1000) →
     10001 × 2000 + 1000 = 20003000."""
-    inst = instance(
-        """
-        scheduler:
-          actions: "enqueue, allocate"
-          tiers:
-          - plugins: [{name: priority}, {name: gang}]
-          - plugins: [{name: predicates}, {name: capacity}]
-        nodes:
-        - {name: n1, allocatable: {cpu: "8", memory: 64Gi}}
-        - {name: n2, allocatable: {cpu: "8", memory: 64Gi}}
-        queues:
-        - {name: qa, deserved: {cpu: "8"}}
-        - {name: qb, deserved: {cpu: "8"}, priority: 10}
-        jobs:
-        - {name: a1, queue: qa, tasks: [{name: w, replicas: 1, resources: {cpu: "8", memory: 1Gi}}]}
-        - {name: b1, queue: qb, tasks: [{name: w, replicas: 1, resources: {cpu: "8", memory: 1Gi}}]}
-        - {name: b2, queue: qb, tasks: [{name: w, replicas: 1, resources: {cpu: "8", memory: 1Gi}}]}
-        """
-    )
+    inst = instance(QUEUES)
     floor, plan = cpsat_over_greedy(inst)
     assert pods_of(floor, "a1") == []
     assert len(pods_of(floor, "b1") + pods_of(floor, "b2")) == 2
