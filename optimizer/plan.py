@@ -27,6 +27,7 @@ from models.workload import DeviceShare
 from models.yamlio import load_documents, read_text
 
 from . import __version__
+from .result import Status
 
 API_VERSION = "vcopt/v1alpha1"
 ADMITTED, PENDING, RUNNING = "admitted", "pending", "running"
@@ -80,9 +81,13 @@ class JobDecision:
 
 @dataclass(frozen=True)
 class SolverInfo:
-    """How an engine reached the plan. Greedy plans carry a status and time but no gap."""
+    """How an engine reached the plan. Greedy plans carry a status and time but no gap.
 
-    status: str
+    ``fallback`` says why a CP-SAT run returned the greedy plan instead of its own (empty when
+    the plan is CP-SAT's); ``classes`` is the number of node classes the model counted pods in.
+    """
+
+    status: Status
     wall_seconds: float = 0.0
     objective: float | None = None
     bound: float | None = None
@@ -91,7 +96,13 @@ class SolverInfo:
     stages: Mapping[str, float] = field(default_factory=dict)
     variables: int | None = None
     constraints: int | None = None
+    classes: int | None = None
+    fallback: str = ""
     message: str = ""
+
+    @property
+    def greedy_kept(self) -> bool:
+        return bool(self.fallback)
 
 
 @dataclass(frozen=True)
@@ -490,9 +501,12 @@ def _read_solver(raw: object, bad: Any) -> SolverInfo | None:
         "stages": "stages",
         "variables": "variables",
         "constraints": "constraints",
+        "classes": "classes",
+        "fallback": "fallback",
         "message": "message",
     }
     kwargs = {names[k]: v for k, v in raw.items() if k in names}
+    kwargs["status"] = Status.parse(str(kwargs["status"]))
     return SolverInfo(**kwargs)
 
 
@@ -507,7 +521,7 @@ def _placement_dict(p: Placement) -> dict[str, Any]:
 
 
 def _solver_dict(s: SolverInfo) -> dict[str, Any]:
-    out: dict[str, Any] = {"status": s.status}
+    out: dict[str, Any] = {"status": str(s.status)}
     for key, attr in (
         ("objective", "objective"),
         ("bound", "bound"),
@@ -516,6 +530,8 @@ def _solver_dict(s: SolverInfo) -> dict[str, Any]:
         ("workers", "workers"),
         ("variables", "variables"),
         ("constraints", "constraints"),
+        ("classes", "classes"),
+        ("fallback", "fallback"),
         ("message", "message"),
     ):
         value = getattr(s, attr)

@@ -26,8 +26,8 @@ from models.scheduler_conf import PluginOption, SchedulerConf
 from models.tdm import ZONE_ARG_PREFIX, Window
 from models.workload import Job, NetworkTopology
 
-from .cpsat.params import SolveOptions
 from .metrics import evaluate
+from .options import SolveOptions
 
 Variant = Callable[[Instance], Instance]
 
