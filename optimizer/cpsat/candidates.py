@@ -143,6 +143,22 @@ def _gpu_choice(group: Group, cls: NodeClass) -> list[list[tuple[int, bool]]] | 
     return out
 
 
+def candidate_key(group: Group, lookahead: bool) -> tuple[object, ...]:
+    """Everything the static predicates read of a group: groups with equal keys have the
+    same candidates."""
+    task = group.task
+    return (
+        tuple(sorted(task.node_selector.items())),
+        repr(task.required_affinity),
+        task.tolerations,
+        pod_revocable_zone(task.annotations),
+        group.job.duration if lookahead else None,
+        task.gpu,
+        repr(task.gpu_filter),
+        group.numa_bind,
+    )
+
+
 def find_candidates(
     instance: Instance, group: Group, classes: Sequence[NodeClass], lookahead: bool
 ) -> Candidates:

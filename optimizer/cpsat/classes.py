@@ -187,20 +187,12 @@ class _Signatures:
         self.on_node: list[list[int]] = [[] for _ in self.nodes]
         for i, r in enumerate(running):
             self.on_node[r.node].append(i)
+        self._fixed_cache: dict[int, dict[int, tuple[int, int, int, bool]]] = {}
 
     def base(self, n: int, d: int) -> tuple[object, ...]:
         """A device's own state and what pods that stay hold on it."""
         dev = self.nodes[n].gpus[d]
-        slots = memory = cores = 0
-        zero = False
-        for i in self.on_node[n]:
-            r = self.running[i]
-            if r.evictable:
-                continue
-            for dd, mem, cor in r.gpus:
-                if dd == d:
-                    slots, memory, cores = slots + 1, memory + mem, cores + cor
-                    zero = zero or cor == 0
+        slots, memory, cores, zero = self._fixed(n).get(d, (0, 0, 0, False))
         uuid = dev.id if dev.id in self.uuids else None
         return (
             d in self.pools[n],
@@ -218,23 +210,44 @@ class _Signatures:
             cores,
         )
 
+    def _fixed(self, n: int) -> dict[int, tuple[int, int, int, bool]]:
+        """Per device of node ``n``: (slots, memory, cores, a zero-core share) held by running
+        pods that cannot be evicted."""
+        if n not in self._fixed_cache:
+            out: dict[int, tuple[int, int, int, bool]] = {}
+            for i in self.on_node[n]:
+                r = self.running[i]
+                if r.evictable:
+                    continue
+                for d, mem, cor in r.gpus:
+                    slots, memory, cores, zero = out.get(d, (0, 0, 0, False))
+                    out[d] = (slots + 1, memory + mem, cores + cor, zero or cor == 0)
+            self._fixed_cache = {n: out}
+        return self._fixed_cache[n]
+
     def pod_key(self, n: int, i: int, bases: Sequence[tuple[object, ...]]) -> tuple[object, ...]:
         r = self.running[i]
         shares = tuple(sorted((bases[d], mem, cor) for d, mem, cor in r.gpus))
         return (r.job.key, r.task.name, tuple(sorted(r.request.items())), shares)
 
     def node(self, n: int) -> tuple[list[tuple[object, ...]], dict[int, tuple[object, ...]]]:
-        """(full state per device, key per evictable running pod) of node ``n``."""
+        """(full state per device, key per evictable running pod) of node ``n``.
+
+        A pod's key names its task, request and the full state of every device it holds (who
+        else holds it), so that pods with equal keys hold devices of the same device classes.
+        """
         gpus = self.nodes[n].gpus
         bases = [self.base(n, d) for d in range(len(gpus))]
-        pod_keys = {
-            i: self.pod_key(n, i, bases) for i in self.on_node[n] if self.running[i].evictable
-        }
+        own = {i: self.pod_key(n, i, bases) for i in self.on_node[n] if self.running[i].evictable}
         holders: list[list[tuple[object, ...]]] = [[] for _ in gpus]
-        for i, key in pod_keys.items():
+        for i, key in own.items():
             for d, mem, cor in self.running[i].gpus:
                 holders[d].append((key, mem, cor))
         states = [(bases[d], tuple(sorted(holders[d], key=repr))) for d in range(len(gpus))]
+        pod_keys = {
+            i: (key, tuple(sorted((states[d] for d, _, _ in self.running[i].gpus), key=repr)))
+            for i, key in own.items()
+        }
         return states, pod_keys
 
 

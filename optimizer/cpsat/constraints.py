@@ -25,7 +25,7 @@ from ortools.sat.python import cp_model
 from .classes import DeviceClass
 from .data import Compiled
 from .domains import within_level
-from .variables import Expr, IntVar, Linear, Variables
+from .variables import Expr, IntVar, Linear, Variables, lsum, wsum
 
 
 def _limit(
@@ -42,7 +42,7 @@ def _limit(
     max_held = sum(c * ub for c, _, ub in held)
     if max_new + max_held <= limit:
         return
-    expr = sum(c * e for c, e, _ in new) + sum(c * e for c, e, _ in held)
+    expr = wsum([(c, e) for c, e, _ in new] + [(c, e) for c, e, _ in held])
     if max_held <= limit or gate is None:
         m.add(expr <= limit)
     else:
@@ -116,19 +116,20 @@ def pod_count(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
 
 def gpu_users(v: Variables, c: int, dc: int) -> list[tuple[int, int, bool, Expr, int]]:
     """(group, container, takes it whole, uses, bound of the uses) of every possible new
-    share of device class ``dc`` of class ``c``."""
-    data = v.data
-    out = []
-    for g in data.groups_on[c]:
-        group = data.groups[g]
-        for k, options in enumerate(group.where.containers.get(c, [])):
-            if v.is_pooled(g, k, c):
-                continue
-            for d, whole in options:
-                if d == dc:
-                    bound = group.gpus[k].nums * v.count_bound[g, c]
-                    out.append((g, k, whole, v.uses(g, k, c, d), bound))
-    return out
+    share of device class ``dc`` of class ``c`` (collected once per class)."""
+    if c not in v.device_users:
+        data = v.data
+        per_dc: dict[int, list[tuple[int, int, bool, Expr, int]]] = {}
+        for g in data.groups_on[c]:
+            group = data.groups[g]
+            for k, options in enumerate(group.where.containers.get(c, [])):
+                if v.is_pooled(g, k, c):
+                    continue
+                bound = group.gpus[k].nums * v.count_bound[g, c]
+                for d, whole in options:
+                    per_dc.setdefault(d, []).append((g, k, whole, v.uses(g, k, c, d), bound))
+        v.device_users[c] = per_dc
+    return v.device_users[c].get(dc, [])
 
 
 def _holdings(v: Variables, c: int, dc: int) -> list[tuple[int, int, int, int]]:
@@ -211,12 +212,12 @@ def new_share_devices(v: Variables, c: int, dc: DeviceClass) -> Expr:
     total = data.classes[c].size * dc.per_node
     dev = dc.device
     rows: list[tuple[Linear, int, Expr]] = []
-    uses = sum(e for *_, e, _ in users)
+    uses = lsum(e for *_, e, _ in users)
     rows.append((Linear(uses), max(1, dev.count), uses))
-    mem = sum(data.groups[g].gpus[k].memory_on(dev.memory) * e for g, k, _, e, _ in users)
+    mem = wsum((data.groups[g].gpus[k].memory_on(dev.memory), e) for g, k, _, e, _ in users)
     if not isinstance(mem, int):
         rows.append((Linear(mem), max(1, dev.memory), mem))
-    cores = sum(data.groups[g].gpus[k].booked_cores * e for g, k, _, e, _ in users)
+    cores = wsum((data.groups[g].gpus[k].booked_cores, e) for g, k, _, e, _ in users)
     if not isinstance(cores, int) and dev.cores > 0:
         rows.append((Linear(cores), dev.cores, cores))
 
@@ -237,7 +238,7 @@ def occupied_devices(v: Variables, c: int, dc: DeviceClass) -> Expr:
     key = (c, dc.index)
     if key in v.occupied:
         return v.occupied[key]
-    kept_held: Expr = sum(n * v.kept(eg) for eg, n, _, _ in _holdings(v, c, dc.index))
+    kept_held: Expr = wsum((n, v.kept(eg)) for eg, n, _, _ in _holdings(v, c, dc.index))
     shared = new_share_devices(v, c, dc)
     if isinstance(shared, int):
         v.occupied[key] = kept_held
@@ -265,13 +266,13 @@ def gpu_exclusive(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
         if c in v.pooled:
             pool = [cls.devices[d] for d in v.pooled[c]]
             total = sum(cls.size * dc.per_node for dc in pool)
-            occupied = sum(occupied_devices(v, c, dc) for dc in pool)
+            occupied = lsum(occupied_devices(v, c, dc) for dc in pool)
             m.add(v.pooled_whole(c) + occupied <= total)
             continue
         for dc in cls.devices:
             whole = [e for _, _, w, e, _ in gpu_users(v, c, dc.index) if w]
             if whole:
-                m.add(sum(whole) + occupied_devices(v, c, dc) <= cls.size * dc.per_node)
+                m.add(lsum([*whole, occupied_devices(v, c, dc)]) <= cls.size * dc.per_node)
 
 
 def gpu_distinct(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
@@ -286,7 +287,7 @@ def gpu_distinct(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
                 count = v.count[g.index, c]
                 devices = data.classes[c].devices
                 if len(options) > 1:
-                    m.add(sum(v.use[g.index, k, c, d] for d, _ in options) == request.nums * count)
+                    m.add(lsum(v.use[g.index, k, c, d] for d, _ in options) == request.nums * count)
                 numas = v.numa_nodes(g.index, k, c)
                 if not numas:
                     if request.nums > 1 and len(options) > 1:
@@ -294,10 +295,10 @@ def gpu_distinct(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
                             m.add(v.use[g.index, k, c, d] <= devices[d].per_node * count)
                     continue
                 on = {q: v.on_numa[g.index, k, c, q] for q in numas}
-                m.add(sum(on.values()) == count)
+                m.add(lsum(on.values()) == count)
                 for q, var in on.items():
                     inside = [d for d, _ in options if devices[d].device.numa == q]
-                    m.add(sum(v.uses(g.index, k, c, d) for d in inside) == request.nums * var)
+                    m.add(lsum(v.uses(g.index, k, c, d) for d in inside) == request.nums * var)
                     for d in inside:
                         m.add(v.uses(g.index, k, c, d) <= devices[d].per_node * var)
                 for d, _ in options:
@@ -321,16 +322,16 @@ def gang(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
         job = unit.job
         for g in unit.groups:
             m.add(v.placed(g) <= data.groups[g].size * admit)
-        new = sum(v.placed(g) for g in unit.groups)
-        kept = sum(e * t for e, t, _ in held_terms(v, unit.running, lambda i: 1))
+        new = lsum(v.placed(g) for g in unit.groups)
+        kept = wsum((e, t) for e, t, _ in held_terms(v, unit.running, lambda i: 1))
         m.add(new >= admit)
         m.add(new + kept >= job.min_available * admit)
         if job.min_available < sum(job.min_task_member.values()):
             continue
         for role, minimum in job.min_task_member.items():
-            role_new = sum(v.placed(g) for g in unit.groups if data.groups[g].task.role == role)
+            role_new = lsum(v.placed(g) for g in unit.groups if data.groups[g].task.role == role)
             role_pods = [i for i in unit.running if data.running[i].task.role == role]
-            role_kept = sum(e * t for e, t, _ in held_terms(v, role_pods, lambda i: 1))
+            role_kept = wsum((e, t) for e, t, _ in held_terms(v, role_pods, lambda i: 1))
             m.add(role_new + role_kept >= minimum * admit)
 
 

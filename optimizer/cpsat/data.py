@@ -34,7 +34,7 @@ from models.tdm import (
 )
 from models.workload import Job, Pod, Task
 
-from .candidates import Candidates, device_pool, find_candidates
+from .candidates import Candidates, candidate_key, device_pool, find_candidates
 from .classes import EvictGroup, NodeClass, build_classes, topology_levels
 
 MIB = 2**20
@@ -374,8 +374,12 @@ def compile_instance(
     classes, node_class, evict_groups = build_classes(
         instance, builder.groups, builder.running, domains, pools, aggregate=aggregate, split=split
     )
+    found: dict[tuple[object, ...], Candidates] = {}
     for g in builder.groups:
-        g.where = find_candidates(instance, g, classes, tdm_lookahead)
+        key = candidate_key(g, tdm_lookahead)
+        if key not in found:
+            found[key] = find_candidates(instance, g, classes, tdm_lookahead)
+        g.where = found[key]
     limits, deserved, guarantee, members, leaf_ok = _queues(instance)
     return Compiled(
         instance=instance,

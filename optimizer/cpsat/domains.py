@@ -15,8 +15,7 @@ from collections.abc import Callable
 from ortools.sat.python import cp_model
 
 from .classes import EvictGroup
-
-from .variables import Expr, IntVar, Linear, Values, Variables
+from .variables import Expr, IntVar, Linear, Values, Variables, lsum, wsum
 
 
 def _domain(v: Variables, level: int, cls: int) -> str:
@@ -39,14 +38,14 @@ def within_level(v: Variables, unit: int, level: int) -> IntVar:
     per_class = v.unit_pods_on(unit)
     blocked: set[int] = set()
     if level == 0:
-        blocked = _level0_blocked(v, unit) | {
-            c for c in per_class if not _could_hold(v, unit, c)
-        }
+        blocked = _level0_blocked(v, unit) | {c for c in per_class if not _could_hold(v, unit, c)}
     by_domain: dict[str, list[int]] = {}
     for c in per_class:
         if c not in blocked:
             by_domain.setdefault(_domain(v, level, c), []).append(c)
-    fits = {c: _one_node_rows(v, unit, c) for c in per_class if c not in blocked} if level == 0 else {}
+    fits = (
+        {c: _one_node_rows(v, unit, c) for c in per_class if c not in blocked} if level == 0 else {}
+    )
     linear = {c: Linear(e) for c, e in per_class.items()}
     fit_rows = {c: [(Linear(e), limit) for e, limit in rows] for c, rows in fits.items()}
     state: list[object] = [set(), 0]
@@ -76,14 +75,15 @@ def within_level(v: Variables, unit: int, level: int) -> IntVar:
         literal = v.aux_bool(f"domain[{data.units[unit].key},{level},{name}]", derive)
         chosen[name] = literal
         v.domain[unit, level, name] = literal
-        m.add(sum(per_class[c] for c in cs) <= most * literal + most * (1 - a))
+        m.add(lsum(per_class[c] for c in cs) <= most * literal + most * (1 - a))
         for c in cs:
             for expr, limit in fits.get(c, []):
                 _at_most_if(m, expr, limit, literal)
-    for c in blocked & set(per_class):
-        m.add(per_class[c] <= most * (1 - a))
+    held_out = [per_class[c] for c in blocked & set(per_class)]
+    if held_out:
+        m.add(lsum(held_out) <= most * (1 - a))
     if len(chosen) > 1:
-        m.add(sum(chosen.values()) <= a)
+        m.add(lsum(chosen.values()) <= a)
     return a
 
 
@@ -107,8 +107,8 @@ def _one_node_rows(v: Variables, unit: int, cls: int) -> list[tuple[Expr, int]]:
     evictable = [data.evict_groups[eg] for eg in node_class.evict_groups]
 
     def held(amount: Callable[[EvictGroup], int]) -> Expr:
-        return sum(
-            amount(eg) * (eg.size // node_class.size - v.evict[eg.index])
+        return wsum(
+            (amount(eg), eg.size // node_class.size - v.evict[eg.index])
             for eg in evictable
             if amount(eg)
         )
@@ -116,13 +116,13 @@ def _one_node_rows(v: Variables, unit: int, cls: int) -> list[tuple[Expr, int]]:
     rows: list[tuple[Expr, int]] = []
     resources = sorted({r for g in groups for r, a in data.groups[g].request.items() if a > 0})
     for resource in resources:
-        expr = sum(data.groups[g].request.get(resource, 0) * v.count[g, cls] for g in groups)
+        expr = wsum((data.groups[g].request.get(resource, 0), v.count[g, cls]) for g in groups)
         expr += held(lambda eg, r=resource: data.running[eg.pods[0]].request.get(r, 0))
         rows.append((expr, max(0, node_class.free(resource))))
-    pods = sum(v.count[g, cls] for g in groups) + held(lambda eg: 1)
+    pods = lsum([*(v.count[g, cls] for g in groups), held(lambda eg: 1)])
     rows.append((pods, node_class.pod_capacity - node_class.held_pods))
-    whole = sum(
-        data.groups[g].gpus[k].nums * v.count[g, cls]
+    whole = wsum(
+        (data.groups[g].gpus[k].nums, v.count[g, cls])
         for g in groups
         for k, options in enumerate(data.groups[g].where.containers.get(cls, []))
         if all(w for _, w in options)

@@ -64,7 +64,10 @@ def solve(
     progress = progress or Progress(options.time_limit)
     tail = tail_seconds(instance)
     split: frozenset[int] = frozenset()
-    floor = greedy
+    # Volcano evicts only to pipeline the beneficiaries (nothing binds on the released room in
+    # the same cycle), so greedy's placements stand without its evictions: that plan is a
+    # hint every eviction rule of the model accepts.
+    floor = greedy.replace(evictions=())
     best: _Best | None = None
     rounds = 0
     while True:

@@ -18,7 +18,7 @@ from ortools.sat.python import cp_model
 
 from .constraints import held_terms
 from .data import Compiled
-from .variables import Expr, IntVar, Linear, Variables
+from .variables import Expr, IntVar, Linear, Variables, lsum, wsum
 
 
 def eviction_allowed(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
@@ -77,9 +77,11 @@ def _unit_evictions(m: cp_model.CpModel, v: Variables, data: Compiled, unit: int
     job = data.units[unit].job
     evicted = [v.evict[eg] for eg in groups]
     if job.key in data.eviction_budget:
-        m.add(sum(evicted) <= data.eviction_budget[job.key])
-    bound: Expr = sum(e * t for e, t, _ in held_terms(v, running, lambda i: 1))
-    bound += sum(v.placed(g) for g in data.units[unit].groups)
+        m.add(lsum(evicted) <= data.eviction_budget[job.key])
+    bound: Expr = wsum(
+        [(e, t) for e, t, _ in held_terms(v, running, lambda i: 1)]
+        + [(1, v.placed(g)) for g in data.units[unit].groups]
+    )
     most = len(running) + sum(data.groups[g].size for g in data.units[unit].groups)
     sizes = [data.evict_groups[eg].size for eg in groups]
     evicting = v.any_positive(f"evicts[{job.key}]", list(evicted), sizes)
@@ -141,16 +143,16 @@ def _floors(
         target = min(amount, current) if floor_current else amount
         if target <= 0:
             continue
-        kept = sum(
-            e * t
+        kept = wsum(
+            (e, t)
             for e, t, _ in held_terms(
                 v, running, lambda i, r=resource: data.running[i].request_floor.get(r, 0)
             )
         )
-        new = sum(
-            data.groups[g].request_floor.get(resource, 0) * v.placed(g)
+        new = wsum(
+            (data.groups[g].request_floor.get(resource, 0), v.placed(g))
             for u in units
             for g in u.groups
         )
-        out.append((kept + new, target))
+        out.append((lsum([kept, new]), target))
     return out

@@ -89,7 +89,7 @@ class Expansion:
 def _evicted(v: Variables, values: Values) -> list[int]:
     out = []
     for eg in v.data.evict_groups:
-        out += eg.pods[: values.get(v.evict[eg.index].index, 0)]
+        out += eg.pods[: values[v.evict[eg.index].index]]
     return sorted(out)
 
 
@@ -124,7 +124,7 @@ def _pods_per_class(v: Variables, values: Values) -> dict[int, list[tuple[Group,
     data = v.data
     out: dict[int, list[tuple[Group, str]]] = {}
     for g in data.groups:
-        counts = [(c, values.get(v.count[g.index, c].index, 0)) for c in g.classes]
+        counts = [(c, values[v.count[g.index, c].index]) for c in g.classes]
         total = sum(n for _, n in counts)
         if not total:
             continue
@@ -137,7 +137,7 @@ def _pods_per_class(v: Variables, values: Values) -> dict[int, list[tuple[Group,
 
 def _bundled_units(v: Variables, values: Values) -> set[int]:
     """Units the solution keeps on one node (topology level 0 chosen)."""
-    return {u for (u, level), var in v.within.items() if level == 0 and values.get(var.index, 0)}
+    return {u for (u, level), var in v.within.items() if level == 0 and values[var.index]}
 
 
 def _size_key(g: Group) -> tuple[int, ...]:

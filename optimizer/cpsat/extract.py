@@ -25,7 +25,7 @@ def eviction_reason(v: Variables, values: Values, i: int) -> str:
     data = v.data
     victim = data.running[i].job
     preemptor_in = any(
-        values.get(v.admit[u.index].index, 0)
+        values[v.admit[u.index].index]
         for u in data.units
         if u.job.queue == victim.queue and u.index in v.admit and u.job.priority > victim.priority
     )

@@ -69,7 +69,7 @@ class _Callback(cp_model.CpSolverSolutionCallback):
 
 @dataclass
 class SearchResult:
-    values: dict[int, int] | None
+    values: list[int] | None
     """The best solution of the last stage that found one (None: no solution at all)."""
     statuses: dict[str, Status] = field(default_factory=dict)
     bound: float | None = None
@@ -110,7 +110,7 @@ class CpsatModel:
 
     # -- hints -------------------------------------------------------------------------------
 
-    def hint_plan(self, plan: Plan) -> dict[int, int]:
+    def hint_plan(self, plan: Plan) -> list[int]:
         """Hint every variable from ``plan`` (complete hints, cpsat-practice B.6); returns the
         hinted values by variable index."""
         values = hint_values(self.vars, plan)
@@ -122,8 +122,12 @@ class CpsatModel:
 
     def _hint(self, values: Values) -> None:
         self.model.clear_hints()
-        for i in range(self.num_variables):
-            self.model.add_hint(self.model.get_int_var_from_proto_index(i), values.get(i, 0))
+        hint = self.model.proto.solution_hint
+        count = self.num_variables
+        hint.vars.extend(range(count))
+        hint.values.extend(values[:count])
+        if len(values) < count:  # constants the model made after the values were taken
+            hint.values.extend([0] * (count - len(values)))
 
     # -- objective ---------------------------------------------------------------------------
 
@@ -144,7 +148,7 @@ class CpsatModel:
 
     def search(
         self,
-        start: dict[int, int],
+        start: list[int],
         seconds: float,
         progress: Progress,
         baselines: Mapping[str, float] | None = None,
@@ -164,6 +168,9 @@ class CpsatModel:
         self._hint(current)
         solver = cp_model.CpSolver()
         for position, (name, expr) in enumerate(objectives):
+            if isinstance(expr, int):
+                result.statuses[name] = Status.OPTIMAL  # nothing this stage can change
+                continue
             if options.deterministic:
                 stage_seconds = seconds * shares[position] / sum(shares)
             else:
@@ -178,7 +185,7 @@ class CpsatModel:
             status, interrupted = _run(solver, self.model, _Callback(progress))
             result.statuses[name] = STATUS.get(status, Status.UNKNOWN)
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                best = dict(enumerate(solver.response_proto.solution))
+                best = list(solver.response_proto.solution)
                 current = self.vars.complete({v.index: best[v.index] for v in self.vars.core()})
                 result.values = best
                 if position == 0:

@@ -31,7 +31,7 @@ from ..plan import Plan
 from .constraints import gpu_users, held_terms, new_share_devices, occupied_devices
 from .data import Compiled
 from .domains import within_level
-from .variables import Expr, Linear, Values, Variables
+from .variables import Expr, Linear, Values, Variables, lsum, wsum
 
 FILL_SCALE = 1000
 SHARE_CAP = 10000
@@ -100,26 +100,25 @@ def stage_span(data: Compiled, stage: str) -> int:
 
 def _work(m: cp_model.CpModel, v: Variables, data: Compiled) -> Expr:
     del m
-    new = [data.weights[g.job.key] * g.value * v.placed(g.index) for g in data.groups]
+    new = [(data.weights[g.job.key] * g.value, v.placed(g.index)) for g in data.groups]
     kept = held_terms(
         v,
         range(len(data.running)),
         lambda i: data.weights[data.running[i].job.key] * data.running[i].value,
     )
-    return sum(new) + sum(c * e for c, e, _ in kept)
+    return wsum(new + [(c, e) for c, e, _ in kept])
 
 
 def _allocated(v: Variables, data: Compiled, queue: str, resource: str) -> Expr:
-    total: Expr = 0
+    terms: list[tuple[int, Expr]] = []
     running: list[int] = []
     for unit in data.units:
         if unit.job.queue != queue:
             continue
-        for g in unit.groups:
-            total += data.groups[g].request.get(resource, 0) * v.placed(g)
+        terms += [(data.groups[g].request.get(resource, 0), v.placed(g)) for g in unit.groups]
         running += unit.running
     held = held_terms(v, running, lambda i: data.running[i].request.get(resource, 0))
-    return total + sum(c * e for c, e, _ in held)
+    return wsum(terms + [(c, e) for c, e, _ in held])
 
 
 def _fairness(m: cp_model.CpModel, v: Variables, data: Compiled) -> Expr:
@@ -146,7 +145,7 @@ def _fairness(m: cp_model.CpModel, v: Variables, data: Compiled) -> Expr:
         m.add(deserved * f <= FILL_SCALE * expr)
         m.add(deserved * z <= FILL_SCALE * expr)
         fills.append(f)
-    return (SHARE_CAP + 1) * sum(fills) + z
+    return wsum([(SHARE_CAP + 1, f) for f in fills] + [(1, z)])
 
 
 def _topology(m: cp_model.CpModel, v: Variables, data: Compiled) -> Expr:
@@ -155,7 +154,8 @@ def _topology(m: cp_model.CpModel, v: Variables, data: Compiled) -> Expr:
     if not units:
         return 0
     levels = len(data.levels)
-    return -sum(1 - within_level(v, u, level) for u in units for level in range(levels))
+    withins = [within_level(v, u, level) for u in units for level in range(levels)]
+    return lsum(withins) - len(withins)
 
 
 def nodes_used(v: Variables, c: int) -> Expr:
@@ -172,15 +172,15 @@ def nodes_used(v: Variables, c: int) -> Expr:
         rows.append((v.count[g, c], max(1, v.per_node[g, c])))
     resources = sorted({r for g in groups for r, a in data.groups[g].request.items() if a > 0})
     for resource in resources:
-        expr = sum(data.groups[g].request.get(resource, 0) * v.count[g, c] for g in groups)
+        expr = wsum((data.groups[g].request.get(resource, 0), v.count[g, c]) for g in groups)
         rows.append((expr, max(1, cls.allocatable.get(resource, 0))))
-    rows.append((sum(v.count[g, c] for g in groups), max(1, cls.pod_capacity)))
+    rows.append((lsum(v.count[g, c] for g in groups), max(1, cls.pod_capacity)))
     devices = sum(dc.per_node for dc in cls.devices if dc.pool)
     taken = [e for dc in cls.devices for _, _, w, e, _ in gpu_users(v, c, dc.index) if w]
     taken += [new_share_devices(v, c, dc) for dc in cls.devices]
     taken.append(v.pooled_whole(c))
     if devices and any(not isinstance(e, int) for e in taken):
-        rows.append((sum(taken), devices))
+        rows.append((lsum(taken), devices))
     linear = [(Linear(expr), per) for expr, per in rows]
     u = v.aux_int(
         0,
@@ -202,7 +202,9 @@ def _pooled_opened(v: Variables, c: int) -> Expr:
     taken = v.pooled_whole(c)
     if not held:
         return taken
-    freed = sum(cls.size * dc.per_node - occupied_devices(v, c, dc) for dc in held)
+    freed = sum(cls.size * dc.per_node for dc in held) - lsum(
+        occupied_devices(v, c, dc) for dc in held
+    )
     beyond = Linear(taken - freed)
     total = sum(cls.size * dc.per_node for dc in cls.devices)
     opened = v.aux_int(0, total, f"opened_whole[{c}]", lambda vals: max(0, beyond.value(vals)))
@@ -228,8 +230,8 @@ def _packing(m: cp_model.CpModel, v: Variables, data: Compiled) -> Expr:
             devices.append(_pooled_opened(v, c))
         if not cls.busy:
             nodes.append(nodes_used(v, c))
-    evictions = sum(v.evict.values())
-    return -(EVICTION_COST * evictions + sum(devices) + sum(nodes))
+    terms = [(-EVICTION_COST, e) for e in v.evict.values()]
+    return wsum(terms + [(-1, e) for e in devices] + [(-1, e) for e in nodes])
 
 
 # -- plan side -----------------------------------------------------------------------------

@@ -14,7 +14,9 @@ every variable of the model (cpsat-practice B.6: complete hints are processed di
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from operator import mul
 
 from ortools.sat.python import cp_model
 from ortools.sat.python.cp_model_helper import FlatIntExpr
@@ -24,8 +26,38 @@ from .data import Compiled, Group
 
 IntVar = cp_model.IntVar
 Expr = cp_model.LinearExprT
-Values = Mapping[int, int]
-"""Variable index → value."""
+Values = Sequence[int]
+"""The value of every variable, by index (a complete assignment: a hint or a solution)."""
+
+
+def lsum(exprs: Iterable[Expr]) -> Expr:
+    """Σ of model expressions, built in one call (Python's ``sum`` re-wraps at every term,
+    which dominates model building on large clusters); 0 when there is nothing to add."""
+    items = [e for e in exprs if not (isinstance(e, int) and e == 0)]
+    if not items:
+        return 0
+    if len(items) == 1:
+        return items[0]
+    return cp_model.LinearExpr.sum(items)
+
+
+def wsum(terms: Iterable[tuple[int, Expr]]) -> Expr:
+    """Σ coefficient × expression, built in one call; constants are folded."""
+    coefficients: list[int] = []
+    exprs: list[Expr] = []
+    constant = 0
+    for c, e in terms:
+        if c == 0:
+            continue
+        if isinstance(e, int):
+            constant += c * e
+        else:
+            coefficients.append(c)
+            exprs.append(e)
+    if not exprs:
+        return constant
+    expr = cp_model.LinearExpr.weighted_sum(exprs, coefficients)
+    return expr + constant if constant else expr
 
 
 def value_of(expr: Expr, values: Values) -> int:
@@ -37,22 +69,25 @@ class Linear:
     """A linear expression flattened on first use, for evaluating it many times while hinting
     (most expressions are never evaluated, so the model is not slowed down by flattening)."""
 
-    __slots__ = ("_expr", "_terms")
+    __slots__ = ("_coeffs", "_expr", "_indices", "_offset")
 
     def __init__(self, expr: Expr) -> None:
-        self._expr = expr
-        self._terms: tuple[int, tuple[tuple[int, int], ...]] | None = None
+        self._expr: Expr | None = expr
+        self._offset = 0
+        self._indices: tuple[int, ...] = ()
+        self._coeffs: tuple[int, ...] = ()
 
     def value(self, values: Values) -> int:
-        if self._terms is None:
+        if self._expr is not None:
             if isinstance(self._expr, int):
-                self._terms = (self._expr, ())
+                self._offset = self._expr
             else:
                 flat = FlatIntExpr(self._expr)
-                pairs = zip(flat.vars, flat.coeffs, strict=True)
-                self._terms = (flat.offset, tuple((v.index, c) for v, c in pairs))
-        offset, terms = self._terms
-        return offset + sum(c * values.get(i, 0) for i, c in terms)
+                self._offset = flat.offset
+                self._indices = tuple(v.index for v in flat.vars)
+                self._coeffs = tuple(flat.coeffs)
+            self._expr = None
+        return self._offset + sum(map(mul, self._coeffs, map(values.__getitem__, self._indices)))
 
 
 def per_node_limit(group: Group, cls: NodeClass) -> int:
@@ -115,6 +150,8 @@ class Variables:
         self.new_devices: dict[tuple[int, int], IntVar] = {}
         """(class, device class) → devices that get new shares."""
         self.occupied: dict[tuple[int, int], Expr] = {}
+        self.device_users: dict[int, dict[int, list[tuple[int, int, bool, Expr, int]]]] = {}
+        """Class → device class → the possible new shares (see ``constraints.gpu_users``)."""
         """(class, device class) → devices carrying a share after the plan."""
         self.filled: dict[tuple[str, str], IntVar] = {}
         self.min_share: IntVar | None = None
@@ -123,6 +160,7 @@ class Variables:
         alike: such containers are only counted against the pool, not given device classes."""
         self._placed: dict[int, Expr] = {}
         self._any_new: dict[int, IntVar] = {}
+        self._unit_pods: dict[int, dict[int, Expr]] = {}
         self._make_core()
 
     def _pooled_classes(self) -> dict[int, tuple[int, ...]]:
@@ -137,11 +175,15 @@ class Variables:
                     whole_only = all(w for _, w in options) and len(options) > 1 and not numa
                     key = tuple(d for d, _ in options) if whole_only else ()
                     sets.setdefault(c, set()).add(key)
-        return {c: next(iter(keys)) for c, keys in sets.items() if len(keys) == 1 and () not in keys}
+        return {
+            c: next(iter(keys)) for c, keys in sets.items() if len(keys) == 1 and () not in keys
+        }
 
     def is_pooled(self, group: int, container: int, cls: int) -> bool:
+        if cls not in self.pooled:
+            return False
         options = self.data.groups[group].where.containers[cls][container]
-        return cls in self.pooled and all(w for _, w in options) and len(options) > 1
+        return len(options) > 1 and all(w for _, w in options)
 
     def _make_core(self) -> None:
         m, data = self.model, self.data
@@ -152,10 +194,15 @@ class Variables:
                     if unit.size == 1
                     else m.new_int_var(0, unit.size, f"admit[{unit.key}×{unit.size}]")
                 )
+        limits: dict[tuple[object, ...], int] = {}
         for g in data.groups:
+            shape = (id(g.where), tuple(sorted(g.request.items())), g.gpus)
             for c in g.classes:
                 cls = data.classes[c]
-                per_node = per_node_limit(g, cls)
+                key = (shape, c)
+                if key not in limits:
+                    limits[key] = per_node_limit(g, cls)
+                per_node = limits[key]
                 bound = min(g.size, per_node * cls.size)
                 self.per_node[g.index, c] = per_node
                 self.count_bound[g.index, c] = bound
@@ -211,8 +258,8 @@ class Variables:
     def pooled_whole(self, cls: int) -> Expr:
         """Whole devices the pooled containers of ``cls`` take."""
         data = self.data
-        return sum(
-            data.groups[g].gpus[k].nums * self.count[g, cls]
+        return wsum(
+            (data.groups[g].gpus[k].nums, self.count[g, cls])
             for g in data.groups_on[cls]
             for k in range(len(data.groups[g].gpus))
             if self.is_pooled(g, k, cls)
@@ -226,23 +273,27 @@ class Variables:
         """New pods of the group, over all its classes (built once, reused by every family)."""
         if group not in self._placed:
             g = self.data.groups[group]
-            self._placed[group] = sum(self.count[group, c] for c in g.classes)
+            self._placed[group] = lsum(self.count[group, c] for c in g.classes)
         return self._placed[group]
 
     def unit_pods_on(self, unit: int) -> dict[int, Expr]:
         """Bound pods of ``unit`` per class after the plan (new + running that stay)."""
+        if unit not in self._unit_pods:
+            self._unit_pods[unit] = self._unit_pods_on(unit)
+        return self._unit_pods[unit]
+
+    def _unit_pods_on(self, unit: int) -> dict[int, Expr]:
         data = self.data
-        out: dict[int, Expr] = {}
+        parts: dict[int, list[Expr]] = {}
         for gi in data.units[unit].groups:
             for c in data.groups[gi].classes:
-                out[c] = out.get(c, 0) + self.count[gi, c]
+                parts.setdefault(c, []).append(self.count[gi, c])
         fixed, groups = self.running_of(unit)
         for c, n in fixed.items():
-            out[c] = out.get(c, 0) + n
+            parts.setdefault(c, []).append(n)
         for eg in groups:
-            c = data.evict_groups[eg].cls
-            out[c] = out.get(c, 0) + self.kept(eg)
-        return out
+            parts.setdefault(data.evict_groups[eg].cls, []).append(self.kept(eg))
+        return {c: lsum(exprs) for c, exprs in parts.items()}
 
     def running_of(self, unit: int) -> tuple[dict[int, int], list[int]]:
         """(per class, running pods of the unit that cannot be evicted; eviction groups of
@@ -313,10 +364,11 @@ class Variables:
             *self.evict.values(),
         ]
 
-    def complete(self, core_values: Values) -> dict[int, int]:
+    def complete(self, core_values: Mapping[int, int]) -> list[int]:
         """Every variable's value: the core values plus each auxiliary's derivation."""
-        values = {var.index: 0 for var in self.core()}
-        values.update(core_values)
+        values = [0] * len(self.model.proto.variables)
+        for index, value in core_values.items():
+            values[index] = value
         for var, derive in self.derived:
             values[var.index] = derive(values)
         return values
