@@ -19,6 +19,10 @@ TAIL_FLOOR = 0.05
 """Share of the limit always kept for the phases after the search."""
 
 
+class TimeUp(Exception):
+    """The budget ran out in a phase that cannot return a partial result (compiling)."""
+
+
 class Budget:
     """Seconds left of ``limit`` since the budget was created (or since ``started``)."""
 
@@ -34,6 +38,11 @@ class Budget:
 
     def remaining(self) -> float:
         return max(0.0, self.limit - self.elapsed())
+
+    def check(self, keep: float) -> None:
+        """Raise :class:`TimeUp` when less than ``keep`` seconds are left."""
+        if self.remaining() < keep:
+            raise TimeUp
 
     def search_seconds(self, tail: float) -> float:
         """Seconds the search may use now, keeping ``tail`` seconds (the estimated cost of

@@ -15,10 +15,11 @@ and feasible.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 from models.instance import Instance
 
-from ..budget import Budget
+from ..budget import Budget, TimeUp
 from ..options import SolveOptions
 from ..plan import Plan, SolverInfo
 from ..progress import Progress
@@ -31,8 +32,12 @@ from .objective import StageValues, evaluate
 
 TAIL_SECONDS = 0.3
 TAIL_PER_OBJECT = 2e-4
-"""Estimated seconds to expand, verify and measure a plan, per node and pod of the instance
-(measured on generated clusters; the estimate is kept in hand when the search starts)."""
+"""Estimated seconds to expand, verify and measure a plan, per node and pod of the instance,
+before anything was measured on this machine."""
+TAIL_PER_COMPILE = 0.5
+"""The same phases measured against compiling the model (all are Python passes over the
+nodes and pods; on generated L clusters they took 0.35 × the compile time): once the compile
+has been timed on this machine, under its current load, the estimate follows it."""
 REFINE_SHARE = 0.25
 """Another search after a failed expansion is tried only while this share of the limit is
 left (a search needs time to improve on what it has)."""
@@ -72,18 +77,27 @@ def solve(
     rounds = 0
     while True:
         progress.phase("compile")
-        model = CpsatModel(instance, options, split)
+        compiling = budget.elapsed()
+        try:
+            model = CpsatModel(instance, options, split, partial(budget.check, tail))
+        except TimeUp:
+            if best is not None:
+                break
+            return _time_up_plan(greedy, options, budget)
+        tail = max(tail, TAIL_PER_COMPILE * (budget.elapsed() - compiling))
         greedy_values = evaluate(model.data, greedy)
+        hinting = budget.elapsed()
+        start = model.hint_plan(floor)
+        overhead = budget.elapsed() - hinting
         seconds = budget.search_seconds(tail)
         if seconds <= 0:
             if best is not None:
                 break
             return _fallback(model, greedy, greedy_values, Status.TIME_UP, _time_up(budget), budget)
-        start = model.hint_plan(floor)
         baselines = dict(
             zip(model.active, map(float, greedy_values.as_tuple(model.active)), strict=True)
         )
-        result = model.search(start, seconds, progress, baselines)
+        result = model.search(start, seconds, progress, baselines, overhead)
         rounds += 1
         if result.values is None:
             if best is not None:
@@ -111,6 +125,18 @@ def solve(
         split = split | {n for c in expansion.failed_classes for n in cls[c].nodes}
         floor = best.plan
     return _finish(best, greedy, budget, progress, rounds)
+
+
+def _time_up_plan(greedy: Plan, options: SolveOptions, budget: Budget) -> Plan:
+    """The greedy plan, when the budget ran out while the model was being built."""
+    info = SolverInfo(
+        status=Status.TIME_UP,
+        wall_seconds=round(budget.elapsed(), 3),
+        workers=options.workers,
+        fallback=_time_up(budget),
+        message=_time_up(budget),
+    )
+    return greedy.replace(engine="cpsat", solver=info)
 
 
 def _time_up(budget: Budget) -> str:
@@ -172,6 +198,8 @@ def _message(
         parts.append(f"stages {', '.join(model.dropped)} left out of the weighted sum (int64)")
     data = model.data
     parts.append(f"{len(data.classes)} node classes for {len(data.nodes)} nodes")
+    if result.skipped:
+        parts.append(f"stages {', '.join(result.skipped)} not run (time limit)")
     if rounds > 1:
         parts.append(f"{rounds} searches (classes split where the plan did not pack)")
     if expansion is not None and expansion.failed_units:

@@ -13,7 +13,7 @@ second (the best solution so far is kept; a second Ctrl-C aborts).
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
@@ -47,6 +47,9 @@ FAMILIES = (
 )
 STAGE_SHARE = {"work": 0.4, "fairness": 0.2, "topology": 0.2, "packing": 0.2, "weighted": 1.0}
 INT64_HEADROOM = 2**62
+MIN_STAGE = 0.1
+"""A stage given less wall time than this is not started (loading the model alone takes that
+long on a large cluster)."""
 STATUS = {
     cp_model.OPTIMAL: Status.OPTIMAL,
     cp_model.FEASIBLE: Status.FEASIBLE,
@@ -76,14 +79,22 @@ class SearchResult:
     objective: float | None = None
     """First stage's bound and objective (the gap is reported on it)."""
     interrupted: bool = False
+    skipped: list[str] = field(default_factory=list)
+    """Stages not run for lack of time (the stages before them are kept)."""
 
 
 class CpsatModel:
     """One instance compiled into a CP-SAT model with the objective stages the options keep."""
 
     def __init__(
-        self, instance: Instance, options: SolveOptions, split: frozenset[int] = frozenset()
+        self,
+        instance: Instance,
+        options: SolveOptions,
+        split: frozenset[int] = frozenset(),
+        check: Callable[[], None] = lambda: None,
     ) -> None:
+        """``check`` is called between building steps; it raises to abandon the build when the
+        time budget is gone (a half-built model is of no use)."""
         self.instance = instance
         self.options = options
         self.data: Compiled = compile_instance(
@@ -92,10 +103,13 @@ class CpsatModel:
             aggregate=options.aggregate,
             split=split,
         )
+        check()
         self.model = cp_model.CpModel()
         self.vars = Variables(self.model, self.data)
         for family in FAMILIES:
+            check()
             family(self.model, self.vars, self.data)
+        check()
         self.active = options.active_stages
         self.stages = stage_expressions(self.model, self.vars, self.data, self.active)
         self.scales, self.dropped = weighted_scales(self.data, options, self.active)
@@ -152,12 +166,16 @@ class CpsatModel:
         seconds: float,
         progress: Progress,
         baselines: Mapping[str, float] | None = None,
+        overhead: float = 0.0,
     ) -> SearchResult:
         """Staged solve from the complete hint ``start`` within ``seconds`` of wall time.
 
         Each stage is hinted with the best solution so far and then held at that solution's
         value for the stages after it (also when the stage found nothing in its budget, so
-        later stages cannot trade the hinted value away).
+        later stages cannot trade the hinted value away). ``overhead`` is the wall time the
+        work between two stages takes (re-deriving and re-hinting); it is kept in hand for
+        every stage still to come, and the stages that no longer get ``MIN_STAGE`` seconds
+        are not run.
         """
         options = self.options
         objectives = self.objectives()
@@ -171,17 +189,22 @@ class CpsatModel:
             if isinstance(expr, int):
                 result.statuses[name] = Status.OPTIMAL  # nothing this stage can change
                 continue
+            later = len(objectives) - position - 1
+            available = budget.remaining() - overhead * later
             if options.deterministic:
-                stage_seconds = seconds * shares[position] / sum(shares)
+                stage_seconds = min(seconds * shares[position] / sum(shares), available)
             else:
-                stage_seconds = budget.share(budget.remaining(), shares, position)
+                stage_seconds = budget.share(available, shares, position)
+            if stage_seconds < MIN_STAGE:
+                result.skipped = [n for n, _ in objectives[position:]]
+                break
             progress.phase(
                 f"stage {name}",
                 f"({position + 1}/{len(objectives)})",
                 (baselines or {}).get(name),
             )
             self.model.maximize(expr)
-            parameters(solver, options, min(stage_seconds, budget.remaining()), self.num_variables)
+            parameters(solver, options, stage_seconds, self.num_variables)
             status, interrupted = _run(solver, self.model, _Callback(progress))
             result.statuses[name] = STATUS.get(status, Status.UNKNOWN)
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -15,7 +15,6 @@ every variable of the model (cpsat-practice B.6: complete hints are processed di
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-
 from operator import mul
 
 from ortools.sat.python import cp_model
