@@ -297,8 +297,10 @@ def build_classes(
     *,
     aggregate: bool = True,
     split: frozenset[int] = frozenset(),
+    nodes: frozenset[int] | None = None,
 ) -> tuple[list[NodeClass], list[int], list[EvictGroup]]:
-    """The node classes, each node's class and the eviction groups of all classes."""
+    """The node classes, each node's class (-1 for a node outside ``nodes``, when only those
+    are open to new pods) and the eviction groups of all classes."""
     from .data import model_units
 
     sig = _Signatures(instance, running, pools, uuids_read(groups))
@@ -306,6 +308,9 @@ def build_classes(
     by_key: dict[tuple[object, ...], list[int]] = {}
     node_states: list[tuple[list[tuple[object, ...]], dict[int, tuple[object, ...]]]] = []
     for n, node in enumerate(instance.nodes):
+        if nodes is not None and n not in nodes:
+            node_states.append(([], {}))
+            continue
         states, pod_keys = sig.node(n)
         node_states.append((states, pod_keys))
         path = tuple(domains[level][n] for level in range(1, len(domains)))
@@ -314,7 +319,7 @@ def build_classes(
             key = (key, n)
         by_key.setdefault(key, []).append(n)
     classes: list[NodeClass] = []
-    node_class = [0] * len(instance.nodes)
+    node_class = [-1] * len(instance.nodes)
     evict_groups: list[EvictGroup] = []
     for members in by_key.values():
         rep = members[0]

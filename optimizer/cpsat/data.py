@@ -32,10 +32,11 @@ from models.tdm import (
     parse_go_bool,
     pod_preemptable,
 )
-from models.workload import Job, Pod, Task
+from models.workload import DeviceShare, Job, Pod, Task
 
 from .candidates import Candidates, candidate_key, device_pool, find_candidates
 from .classes import EvictGroup, NodeClass, build_classes, topology_levels
+from .view import View
 
 MIB = 2**20
 MIB_RESOURCES = frozenset({MEMORY, "ephemeral-storage"})
@@ -280,8 +281,9 @@ def _units(jobs: Sequence[Job], merge: bool) -> list[Unit]:
 class _Builder:
     """Fills the pod tables of :class:`Compiled` job by job."""
 
-    def __init__(self, instance: Instance) -> None:
+    def __init__(self, instance: Instance, view: View | None) -> None:
         self.instance = instance
+        self.view = view
         self.node_index = {n.name: i for i, n in enumerate(instance.nodes)}
         gpu_devices = [d for n in instance.nodes for d in n.gpus]
         self.largest = max((d.memory for d in gpu_devices), default=1) or 1
@@ -294,6 +296,7 @@ class _Builder:
 
     def unit(self, unit: Unit) -> None:
         job = unit.job
+        frozen = self.view is not None and job.key not in self.view.free_jobs
         for task in job.tasks:
             request = model_units(task.resources, round_up=True)
             request_floor = model_units(task.resources, round_up=False)
@@ -302,10 +305,11 @@ class _Builder:
             if len(unit.jobs) == 1:
                 pods = [p for p in job.pods if p.task == task.name]
                 for pod in pods:
-                    if pod.running:
+                    held = self._held(pod)
+                    if held is not None:
                         unit.running.append(len(self.running))
-                        self.running.append(self._running(job, task, pod, request, value))
-                pending = [p for p in pods if not p.running]
+                        self.running.append(self._running(job, task, pod, *held, request, value))
+                pending = [] if frozen else [p for p in pods if not p.running]
             else:
                 pending = [j.pods[0] for j in unit.jobs]
             if not pending:
@@ -325,17 +329,41 @@ class _Builder:
             unit.groups.append(group.index)
             self.groups.append(group)
 
+    def _held(self, pod: Pod) -> tuple[str, tuple[DeviceShare, ...], bool] | None:
+        """(node, device shares, may be evicted) of a pod that holds room before the plan: a
+        running pod, or in a view a pod the frozen part of the plan places; None otherwise
+        (pending, or evicted by the frozen part)."""
+        view = self.view
+        if view is not None:
+            if pod.key in view.evicted:
+                return None
+            placed = view.frozen.get(pod.key)
+            if placed is not None:
+                return placed.node, placed.gpus or (), False
+        if pod.node is None:
+            return None
+        return pod.node, tuple(s for c in pod.gpus for s in c), view is None
+
     def _running(
-        self, job: Job, task: Task, pod: Pod, request: dict[str, int], value: int
+        self,
+        job: Job,
+        task: Task,
+        pod: Pod,
+        node_name: str,
+        shares: tuple[DeviceShare, ...],
+        may_evict: bool,
+        request: dict[str, int],
+        value: int,
     ) -> RunningPod:
-        node = self.instance.node_by_name[pod.node]  # type: ignore[index]
+        node = self.instance.node_by_name[node_name]
         dev_index = {d.id: i for i, d in enumerate(node.gpus)}
-        held = [
-            (dev_index[s.id], s.memory, s.cores) for c in pod.gpus for s in c if s.id in dev_index
-        ]
+        held = [(dev_index[s.id], s.memory, s.cores) for s in shares if s.id in dev_index]
         protected = job.namespace == "kube-system" or job.priority_class in PROTECTED_CLASSES
         evictable = (
-            self.evictions_on and not protected and pod_preemptable(task.annotations, task.labels)
+            may_evict
+            and self.evictions_on
+            and not protected
+            and pod_preemptable(task.annotations, task.labels)
         )
         return RunningPod(
             pod,
@@ -356,23 +384,40 @@ def compile_instance(
     tdm_lookahead: bool = False,
     aggregate: bool = True,
     split: frozenset[int] = frozenset(),
+    view: View | None = None,
 ) -> Compiled:
     """Build the tables; ``tdm_lookahead`` also forbids revocable nodes to jobs that would
     outlive the zone's window (DESIGN §5, optional). ``aggregate`` False gives every node its
     own class and every job its own unit; ``split`` names nodes that get classes of their own
-    (what an expansion could not fit is solved again at node level)."""
+    (what an expansion could not fit is solved again at node level). A ``view`` compiles only
+    the part of the snapshot a large-neighbourhood round decides (``view.py``)."""
     jobs = list(instance.jobs)
     priorities = sorted({j.priority for j in jobs})
     rank = {p: i for i, p in enumerate(priorities)}
-    units = _units(jobs, aggregate)
-    builder = _Builder(instance)
+    if view is None:
+        units = _units(jobs, aggregate)
+    else:
+        free = [j for j in jobs if j.key in view.free_jobs]
+        units = _units(free, aggregate)
+        units += [
+            Unit(len(units) + i, [j])
+            for i, j in enumerate(j for j in jobs if j.key not in view.free_jobs)
+        ]
+    builder = _Builder(instance, view)
     for unit in units:
         builder.unit(unit)
     nodes = list(instance.nodes)
     levels, domains = topology_levels(instance)
     pools = [device_pool(n) for n in nodes]
     classes, node_class, evict_groups = build_classes(
-        instance, builder.groups, builder.running, domains, pools, aggregate=aggregate, split=split
+        instance,
+        builder.groups,
+        builder.running,
+        domains,
+        pools,
+        aggregate=aggregate,
+        split=split,
+        nodes=None if view is None else view.open_nodes,
     )
     found: dict[tuple[object, ...], Candidates] = {}
     for g in builder.groups:

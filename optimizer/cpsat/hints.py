@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from models.workload import DeviceShare
-
 from ..plan import Placement, Plan
 from .data import Compiled, Group
 from .variables import Variables
@@ -26,13 +24,12 @@ def group_of_pods(data: Compiled) -> dict[str, Group]:
     return {p.key: g for g in data.groups for p in g.pods}
 
 
-def within_model(v: Variables, plan: Plan) -> bool:
-    """Whether every placement of ``plan`` is a choice the model offers."""
-    data = v.data
+def within_model(data: Compiled, plan: Plan) -> bool:
+    """Whether every placement of ``plan`` is a choice the model of ``data`` offers."""
     group_of = group_of_pods(data)
     for p in plan.placements:
         g = group_of.get(p.pod)
-        if g is None or (g.index, data.node_class[data.node_index(p.node)]) not in v.count:
+        if g is None or data.node_class[data.node_index(p.node)] not in g.classes:
             return False
     return True
 
@@ -111,7 +108,3 @@ def _hint_devices(
             var = v.on_numa.get((g.index, k, c, numas.pop()))
             if var is not None:
                 _bump(values, var.index)
-
-
-def shares_of(plan: Plan) -> dict[str, tuple[DeviceShare, ...] | None]:
-    return {p.pod: p.gpus for p in plan.placements}

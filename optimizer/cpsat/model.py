@@ -32,6 +32,7 @@ from .hints import hint_values, within_model
 from .objective import StageValues, stage_expressions, stage_span
 from .params import parameters
 from .variables import Expr, Values, Variables, value_of
+from .view import View
 
 FAMILIES = (
     constraints.node_capacity,
@@ -92,16 +93,19 @@ class CpsatModel:
         options: SolveOptions,
         split: frozenset[int] = frozenset(),
         check: Callable[[], None] = lambda: None,
+        view: View | None = None,
+        data: Compiled | None = None,
     ) -> None:
         """``check`` is called between building steps; it raises to abandon the build when the
         time budget is gone (a half-built model is of no use)."""
         self.instance = instance
         self.options = options
-        self.data: Compiled = compile_instance(
+        self.data: Compiled = data or compile_instance(
             instance,
             tdm_lookahead=options.tdm_lookahead,
             aggregate=options.aggregate,
             split=split,
+            view=view,
         )
         check()
         self.model = cp_model.CpModel()
@@ -132,7 +136,7 @@ class CpsatModel:
         return values
 
     def within_model(self, plan: Plan) -> bool:
-        return within_model(self.vars, plan)
+        return within_model(self.data, plan)
 
     def _hint(self, values: Values) -> None:
         self.model.clear_hints()
