@@ -86,6 +86,15 @@ class Instance:
     def pod_by_key(self) -> Mapping[str, Pod]:
         return {p.key: p for p in self.pods}
 
+    def hard_topology_limit(self, job: Job) -> int | None:
+        """The tier all of ``job``'s bound pods must stay within, or None when nothing limits
+        them: a hard spec with a resolved tier, and the ``network-topology-aware`` plugin
+        configured (§9.6)."""
+        spec = job.network_topology
+        if spec is None or not self.scheduler.enforces_topology:
+            return None
+        return spec.hard_tier
+
     @cached_property
     def total_allocatable(self) -> Resources:
         """Σ allocatable over all nodes (Volcano ``ssn.TotalResource``)."""

@@ -26,10 +26,18 @@ from typing import Any
 
 from .errors import Diagnostics, InputError, Problem, obj_name
 from .gpu import GPU_RESOURCE_NAMES
-from .load import API_VERSION, DEFAULT_QUEUE
 from .quantity import QuantityError
+from .queues import DEFAULT_QUEUE
 from .resources import format_amount, parse_amount
-from .workload import TASK_SPEC
+from .vocabulary import (
+    API_VERSION,
+    DEFAULT_NAMESPACE,
+    HAMI_ALLOCATED,
+    HAMI_NODE,
+    HAMI_TO_ALLOCATE,
+    TASK_SPEC,
+    VOLCANO_ALLOCATED,
+)
 from .yamlio import load_documents
 
 GROUP_NAME_KEYS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
@@ -39,8 +47,6 @@ SCHEDULER_CONF_KEY = "volcano-scheduler.conf"
 SNAPSHOT_CONFIGMAP = "vcopt-snapshot"
 LONE_TASK = "main"
 VOLCANO_SCHEDULER = "volcano"
-HAMI_ALLOCATED = "hami.io/vgpu-devices-allocated"
-VOLCANO_ALLOCATED = "volcano.sh/vgpu-ids-new"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 _POD_BOOKKEEPING = frozenset(
@@ -55,8 +61,8 @@ _POD_BOOKKEEPING = frozenset(
         "volcano.sh/task-index",
         "batch.kubernetes.io/job-completion-index",
         HAMI_ALLOCATED,
-        "hami.io/vgpu-devices-to-allocate",
-        "hami.io/vgpu-node",
+        HAMI_TO_ALLOCATE,
+        HAMI_NODE,
         "hami.io/vgpu-time",
         "hami.io/vgpu-mig-allocations",
         "hami.io/bind-phase",
@@ -252,7 +258,7 @@ class _Translator:
         namespace = metadata.get("namespace")
         namespace = namespace if isinstance(namespace, str) and namespace else ""
         if kind in ("Pod", "PodGroup") and not namespace:
-            namespace = "default"
+            namespace = DEFAULT_NAMESPACE
         api_version = doc.get("apiVersion")
         yield _Object(
             kind=kind,

@@ -35,7 +35,7 @@ from .gpu import (
 )
 from .instance import Instance
 from .quantity import QuantityError
-from .queues import ROOT, Queue, validate_queues
+from .queues import DEFAULT_QUEUE, ROOT, Queue, validate_queues
 from .resources import NVIDIA_GPU, Resources, parse_amount
 from .scheduler_conf import SchedulerConf, parse_scheduler_conf
 from .tdm import ZONE_ARG_PREFIX, ZONE_LABEL, TdmConfig, node_zone, parse_go_duration
@@ -45,14 +45,24 @@ from .topology import (
     LabelSelector,
     Member,
     MemberSelector,
+    tiers_by_name,
     validate_hypernodes,
     validate_label_selector,
+)
+from .vocabulary import (
+    API_GROUP,
+    API_VERSION,
+    DEFAULT_NAMESPACE,
+    HAMI_REGISTER,
+    TASK_SPEC,
+    TOPOLOGY_HIGHEST_TIER,
+    TOPOLOGY_MODE,
+    VOLCANO_REGISTER,
 )
 from .workload import (
     JOB_PHASES,
     PENDING,
     RUNNING,
-    TASK_SPEC,
     DeviceShare,
     Job,
     NetworkTopology,
@@ -62,12 +72,6 @@ from .workload import (
 )
 from .yamlio import load_documents, read_text
 
-API_VERSION = "vcopt/v1alpha1"
-HAMI_REGISTER = "hami.io/node-nvidia-register"
-VOLCANO_REGISTER = "volcano.sh/node-vgpu-register"
-TOPOLOGY_MODE = "volcano.sh/network-topology-mode"
-TOPOLOGY_TIER = "volcano.sh/network-topology-highest-tier"
-DEFAULT_QUEUE = "default"
 _DEVICE_ONLY = GPU_RESOURCE_NAMES - {
     NVIDIA_GPU,
     "volcano.sh/vgpu-number",
@@ -162,7 +166,7 @@ def from_documents(docs: Sequence[object], file: str) -> Instance:
 def _is_compact(doc: Mapping[str, Any]) -> bool:
     api_version = doc.get("apiVersion")
     return doc.get("kind") == "Instance" or (
-        isinstance(api_version, str) and api_version.split("/")[0] == API_VERSION.split("/")[0]
+        isinstance(api_version, str) and api_version.split("/")[0] == API_GROUP
     )
 
 
@@ -256,7 +260,7 @@ def _shape_problems(
             name = ""
             if isinstance(item, Mapping):
                 name = str(item.get("name") or item.get("namePrefix") or "")
-                namespace = item.get("namespace", "default") if loc[0] == "jobs" else ""
+                namespace = item.get("namespace", DEFAULT_NAMESPACE) if loc[0] == "jobs" else ""
                 name = f"{namespace}/{name}" if namespace and name else name
             obj = f'{_KINDS[str(loc[0])]} "{name}"' if name else f"{loc[0]}[{loc[1]}]"
             original = (written.get(str(loc[0])) or [])[loc[1]]
@@ -325,6 +329,7 @@ class _Builder:
         self.unread_gpus: set[str] = set()
         """Nodes whose GPU inventory is already reported as unreadable."""
         self.device_use: dict[tuple[str, str], list[int]] = {}
+        self.hypernodes: tuple[HyperNode, ...] = ()
         """(node, GPU id) → [memory, cores, pods] held by the running pods read so far."""
 
     def build(self, file: str) -> Instance:
@@ -337,6 +342,7 @@ class _Builder:
         for node in nodes:
             by_name.setdefault(node.name, node)
         hypernodes = tuple(self._hypernode(h) for h in m.hypernodes)
+        self.hypernodes = hypernodes
         validate_hypernodes(hypernodes, {n.name: n.labels for n in by_name.values()}, self.diag)
         jobs = self._jobs(classes, default_class, by_name)
         queues = self._queues(jobs)
@@ -606,10 +612,7 @@ class _Builder:
         default_class: int | None,
         nodes: Mapping[str, Node],
     ) -> tuple[Job, ...]:
-        tier_names: dict[str, int] = {}
-        for h in self.m.hypernodes:
-            if h.tierName:
-                tier_names[h.tierName] = min(h.tier, tier_names.get(h.tierName, h.tier))
+        tier_names = tiers_by_name(self.hypernodes)
         keyed = []
         seen: set[str] = set()
         for index, raw in enumerate(self.m.jobs):
@@ -718,10 +721,10 @@ class _Builder:
         if spec is not None:
             mode, tier, tier_name = spec.mode, spec.highestTierAllowed, spec.highestTierName
             field = "networkTopology"
-        elif TOPOLOGY_MODE in raw.annotations or TOPOLOGY_TIER in raw.annotations:
+        elif TOPOLOGY_MODE in raw.annotations or TOPOLOGY_HIGHEST_TIER in raw.annotations:
             mode = raw.annotations.get(TOPOLOGY_MODE, "hard")
-            field = f"annotations.{TOPOLOGY_TIER}"
-            text = raw.annotations.get(TOPOLOGY_TIER)
+            field = f"annotations.{TOPOLOGY_HIGHEST_TIER}"
+            text = raw.annotations.get(TOPOLOGY_HIGHEST_TIER)
             if text is not None:
                 try:
                     tier = int(text)

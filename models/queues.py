@@ -18,6 +18,8 @@ from .errors import Diagnostics, obj_name
 from .resources import CPU, EMPTY, INFINITE, MEMORY, Resources, format_amount
 
 ROOT = "root"
+DEFAULT_QUEUE = "default"
+"""The queue Volcano creates and puts jobs in that name no queue."""
 OPEN = "Open"
 CLOSED = "Closed"
 STATES = (OPEN, CLOSED)

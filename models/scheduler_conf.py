@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .errors import Diagnostics
+from .vocabulary import NETWORK_TOPOLOGY_PLUGIN, helm_default_scheduler
 
 KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle")
 OTHER_ACTIONS = ("gangpreempt", "gangreclaim")
@@ -30,7 +31,7 @@ MODELLED_PLUGINS = frozenset(
         "overcommit",
         "tdm",
         "deviceshare",
-        "network-topology-aware",
+        NETWORK_TOPOLOGY_PLUGIN,
     }
 )
 
@@ -128,6 +129,13 @@ class SchedulerConf:
 
     def has(self, name: str) -> bool:
         return self.plugin(name) is not None
+
+    @property
+    def enforces_topology(self) -> bool:
+        """Whether hard network topology is enforced: only with ``network-topology-aware``
+        configured (volcano-scheduler.md §4.3, §9.6); without it the only gradient is the
+        cluster top."""
+        return self.has(NETWORK_TOPOLOGY_PLUGIN)
 
     def hierarchy(self) -> bool:
         """Hierarchical capacity (``capacity`` with ``enableHierarchy: true``)."""
@@ -322,27 +330,6 @@ def _configurations(
     return out
 
 
-def _helm_default() -> SchedulerConf:
-    no_preempt = {"Preemptable": False}
-    return SchedulerConf(
-        actions=("enqueue", "allocate", "backfill"),
-        tiers=(
-            (
-                PluginOption("priority"),
-                PluginOption("gang", no_preempt),
-                PluginOption("conformance"),
-            ),
-            (
-                PluginOption("overcommit"),
-                PluginOption("drf", no_preempt),
-                PluginOption("predicates"),
-                PluginOption("proportion"),
-                PluginOption("nodeorder"),
-                PluginOption("binpack"),
-            ),
-        ),
-    )
-
-
-HELM_DEFAULT = _helm_default()
-"""``installer/helm/chart/volcano/config/volcano-scheduler.conf``."""
+HELM_DEFAULT = parse_scheduler_conf(helm_default_scheduler(), "", Diagnostics())
+"""``installer/helm/chart/volcano/config/volcano-scheduler.conf``: what an omitted
+configuration means."""

@@ -12,6 +12,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
+from .queues import DEFAULT_QUEUE
+from .vocabulary import DEFAULT_NAMESPACE
+
 ResourceList = dict[StrictStr, Any]
 
 
@@ -184,8 +187,8 @@ class RunningIn(_Strict):
 
 class JobIn(_Strict):
     name: StrictStr = Field(min_length=1)
-    namespace: StrictStr = "default"
-    queue: StrictStr = "default"
+    namespace: StrictStr = DEFAULT_NAMESPACE
+    queue: StrictStr = DEFAULT_QUEUE
     priorityClassName: StrictStr = ""
     priority: StrictInt | None = None
     minAvailable: StrictInt | None = None

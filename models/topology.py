@@ -327,6 +327,16 @@ def _warn_unmatched(
             diag.warn(obj_name(HYPERNODE, hn.name), field_path, message)
 
 
+def tiers_by_name(hypernodes: Iterable[HyperNode]) -> dict[str, int]:
+    """How ``highestTierName`` resolves: each ``tierName`` to the lowest tier that uses it
+    (volcano-scheduler.md §4.2); a name used at several tiers is warned about on its own."""
+    out: dict[str, int] = {}
+    for hn in hypernodes:
+        if hn.tier_name:
+            out[hn.tier_name] = min(hn.tier, out.get(hn.tier_name, hn.tier))
+    return out
+
+
 @dataclass(frozen=True)
 class _Edge:
     """``parent`` lists ``child`` through its member number ``index``."""
@@ -480,11 +490,6 @@ class Topology:
         for name in (*names, top):
             for node in real_nodes[name]:
                 containing[node].append(name)
-        tier_by_name: dict[str, int] = {}
-        for spec in specs.values():
-            if spec.tier_name:
-                known = tier_by_name.get(spec.tier_name, spec.tier)
-                tier_by_name[spec.tier_name] = min(known, spec.tier)
         return cls(
             names=names,
             _tier=MappingProxyType(tier),
@@ -502,7 +507,7 @@ class Topology:
                 }
             ),
             _tiers=tuple(sorted(set(tier.values()))),
-            _tier_by_name=MappingProxyType(tier_by_name),
+            _tier_by_name=MappingProxyType(tiers_by_name(specs.values())),
         )
 
     def tier(self, hn: str) -> int:

@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cached_property
 
+from .golang import parse_go_bool
 from .gpu import GpuFilter, GpuRequest
+from .queues import DEFAULT_QUEUE
 from .resources import EMPTY, Resources
 from .topology import LabelSelector
+from .vocabulary import DEFAULT_NAMESPACE, NUMA_BIND
 
-TASK_SPEC = "volcano.sh/task-spec"
 PENDING, INQUEUE, RUNNING = "Pending", "Inqueue", "Running"
 JOB_PHASES = (PENDING, INQUEUE, RUNNING, "Unknown", "Completed")
 
@@ -39,13 +41,36 @@ class Toleration:
         return self.value == value
 
 
+HARD, SOFT = "hard", "soft"
+TOPOLOGY_MODES = (HARD, SOFT)
+
+
 @dataclass(frozen=True)
 class NetworkTopology:
     """PodGroup ``spec.networkTopology``; ``highest_tier`` may come from ``highestTierName``."""
 
-    mode: str = "hard"
+    mode: str = HARD
     highest_tier: int | None = None
     highest_tier_name: str | None = None
+
+    def search_limit(self, top_tier: int) -> int | None:
+        """The highest tier Volcano's HyperNode search may use for the job, or None when the
+        job takes the plain path (volcano-scheduler.md §4.2).
+
+        Volcano quirk (§9.6): soft mode is hard mode with the virtual top tier as the limit,
+        and hard mode without a (resolved) tier is not hard at all.
+        """
+        return top_tier if self.mode == SOFT else self.highest_tier
+
+    @property
+    def hard_tier(self) -> int | None:
+        """The tier every pod of the job must stay within: ``highestTierAllowed`` in hard mode.
+
+        None in soft mode (its limit, the virtual top, holds every node) and for a hard spec
+        without a resolved tier. Volcano enforces it only with the ``network-topology-aware``
+        plugin; :meth:`models.instance.Instance.hard_topology_limit` says both.
+        """
+        return self.highest_tier if self.mode == HARD else None
 
 
 @dataclass(frozen=True)
@@ -87,6 +112,12 @@ class Task:
         """Volcano BestEffort: an empty ``Resreq``; such pods are left to backfill."""
         return self.resources.is_empty()
 
+    @property
+    def numa_bind(self) -> bool:
+        """Whether each GPU container's devices must share one NUMA node (``nvidia.com/numa-bind``
+        parsed as Go's ``ParseBool``; anything else is false)."""
+        return bool(parse_go_bool(self.annotations.get(NUMA_BIND, "")))
+
 
 @dataclass(frozen=True)
 class RunningPod:
@@ -123,8 +154,8 @@ class Job:
     """One PodGroup and its pods."""
 
     name: str
-    namespace: str = "default"
-    queue: str = "default"
+    namespace: str = DEFAULT_NAMESPACE
+    queue: str = DEFAULT_QUEUE
     priority: int = 0
     priority_class: str = ""
     min_available: int = 1

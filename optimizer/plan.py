@@ -23,12 +23,12 @@ import yaml
 from models.errors import InputError, Problem
 from models.gpu import hami_allocation_annotation
 from models.instance import Instance
+from models.vocabulary import API_VERSION, HAMI_ALLOCATED, HAMI_NODE, HAMI_TO_ALLOCATE
 from models.workload import DeviceShare
 from models.yamlio import load_documents, read_text
 
 from . import __version__
 
-API_VERSION = "vcopt/v1alpha1"
 ADMITTED, PENDING, RUNNING = "admitted", "pending", "running"
 JOB_STATUSES = (ADMITTED, PENDING, RUNNING)
 FORMATS = ("table", "yaml", "json", "csv", "annotations")
@@ -228,9 +228,9 @@ class Plan:
                 continue
             value = hami_allocation_annotation([[(d.id, d.memory, d.cores) for d in p.gpus]])
             out[p.pod] = {
-                "hami.io/vgpu-devices-to-allocate": value,
-                "hami.io/vgpu-devices-allocated": value,
-                "hami.io/vgpu-node": p.node,
+                HAMI_TO_ALLOCATE: value,
+                HAMI_ALLOCATED: value,
+                HAMI_NODE: p.node,
             }
         return out
 

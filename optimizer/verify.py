@@ -35,9 +35,16 @@ from models.tdm import (
     MIN_AVAILABLE_KEYS,
     job_eviction_budget,
     node_zone,
-    parse_go_bool,
     pod_preemptable,
     pod_revocable_zone,
+)
+from models.vocabulary import (
+    CRITICAL_PRIORITY_CLASSES,
+    DEVICE_CORDON,
+    NUMA_BIND,
+    PREEMPTABLE,
+    SYSTEM_NAMESPACE,
+    UNSCHEDULABLE_TAINT,
 )
 from models.workload import DeviceShare, Job, Pod, Task
 
@@ -62,11 +69,6 @@ RULES = (
     "eviction-allowed",
 )
 
-UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
-CORDON_ANNOTATION = "hami.io/device-cordon"
-NUMA_BIND_ANNOTATION = "nvidia.com/numa-bind"
-CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
-PROTECTED_NAMESPACE = "kube-system"
 EVICTING_ACTIONS = ("preempt", "reclaim")
 TDM_REASON = "tdm"
 NO_GUARANTEE_REASONS = frozenset({"preempt", TDM_REASON})
@@ -367,10 +369,11 @@ def _gpu_open_assignments(ctx: _Context) -> Iterator[Violation]:
             continue
         node = ctx.node(name)
         usage = [_Usage.of(d, [x.share for x in bookings.get((name, d.id), [])]) for d in node.gpus]
+        tasks = {pod: ctx.members[pod].task for pod in pods}
         units = [
-            _Unit(pod, request, _allowed(ctx.members[pod].task, node), _numa_bind(ctx, pod))
+            _Unit(pod, request, _allowed(tasks[pod], node), tasks[pod].numa_bind)
             for pod in pods
-            for request in ctx.members[pod].task.gpu
+            for request in tasks[pod].gpu
         ]
         if not _assignable(node.gpus, usage, units):
             yield Violation(
@@ -518,18 +521,13 @@ def _device_refusal(task: Task, node: Node, device: GpuDevice) -> str | None:
     """Why the pod may not use the device (§3.3 steps 1–5), or None."""
     if not device.health:
         return "the device is unhealthy"
-    cordoned = {t.strip() for t in node.annotations.get(CORDON_ANNOTATION, "").split(",")}
-    if device.id in cordoned:
-        return f"the device is cordoned ({CORDON_ANNOTATION})"
+    if device.id in node.cordoned_gpus:
+        return f"the device is cordoned ({DEVICE_CORDON})"
     if "NVIDIA" not in device.type.upper():
         return f'type "{device.type}" is not an NVIDIA GPU'
     if task.gpu_filter is not None and not task.gpu_filter.allows(device):
         return "the pod's GPU type, UUID or mode annotations exclude it"
     return None
-
-
-def _numa_bind(ctx: _Context, pod: str) -> bool:
-    return bool(parse_go_bool(ctx.members[pod].task.annotations.get(NUMA_BIND_ANNOTATION, "")))
 
 
 def _check_gpu_filter(ctx: _Context) -> Iterator[Violation]:
@@ -549,14 +547,14 @@ def _check_gpu_filter(ctx: _Context) -> Iterator[Violation]:
                     (p.pod, p.node, share.id),
                     f"pod {p.pod} on GPU {share.id} (node {p.node}): {reason}",
                 )
-        if _numa_bind(ctx, p.pod):
+        if task.numa_bind:
             for _, shares in _containers(task, p.gpus) or ():
                 numas = sorted({d.numa for s in shares if (d := node.device(s.id)) is not None})
                 if len(numas) > 1:
                     yield Violation(
                         "gpu-filter",
                         (p.pod, p.node),
-                        f"pod {p.pod} has {NUMA_BIND_ANNOTATION}=true but one container's GPUs "
+                        f"pod {p.pod} has {NUMA_BIND}=true but one container's GPUs "
                         f"span NUMA nodes {', '.join(map(str, numas))} on node {p.node}",
                     )
 
@@ -650,22 +648,20 @@ def _check_topology_hard(ctx: _Context) -> Iterator[Violation]:
     """With ``network-topology-aware`` configured, a hard job (with a tier) that gets placements
     has all its bound pods inside one HyperNode of tier ≤ highestTierAllowed. Soft mode, and
     hard mode without the plugin or without a tier, constrain nothing (§4.2, §9 item 6)."""
-    if not ctx.instance.scheduler.has("network-topology-aware"):
-        return
     topology = ctx.instance.topology
     for job in ctx.placed_jobs:
-        spec = job.network_topology
-        if spec is None or spec.mode != "hard" or spec.highest_tier is None:
+        limit = ctx.instance.hard_topology_limit(job)
+        if limit is None:
             continue
         nodes = sorted({ctx.bound[k].node for k in ctx.bound_of_job(job)})
         tier = topology.lca_tier(nodes)
-        if tier > spec.highest_tier:
+        if tier > limit:
             common = topology.lowest_common(nodes)
             yield Violation(
                 "topology-hard",
                 (job.key, *nodes),
                 f"job {job.key}: pods span {', '.join(nodes)} (lowest common HyperNode "
-                f"{common}, tier {tier}) > highestTierAllowed {spec.highest_tier}",
+                f"{common}, tier {tier}) > highestTierAllowed {limit}",
             )
 
 
@@ -859,11 +855,11 @@ def _victim_problems(ctx: _Context, e: Eviction) -> Iterator[Violation]:
         return Violation("eviction-allowed", (e.pod, e.node), f"pod {e.pod}: {message}")
 
     if not pod_preemptable(task.annotations, task.labels):
-        yield bad("it is not preemptable (volcano.sh/preemptable)")
+        yield bad(f"it is not preemptable ({PREEMPTABLE})")
     if instance.scheduler.has("conformance"):
-        if member.pod.namespace == PROTECTED_NAMESPACE:
-            yield bad(f"conformance protects pods of namespace {PROTECTED_NAMESPACE}")
-        if job.priority_class in CRITICAL_CLASSES:
+        if member.pod.namespace == SYSTEM_NAMESPACE:
+            yield bad(f"conformance protects pods of namespace {SYSTEM_NAMESPACE}")
+        if job.priority_class in CRITICAL_PRIORITY_CLASSES:
             yield bad(f"conformance protects priority class {job.priority_class}")
     if not any(a in instance.scheduler.actions for a in EVICTING_ACTIONS) and not _tdm_may_evict(
         ctx, e

@@ -21,6 +21,7 @@ import yaml
 from hypothesis import strategies as st
 
 from models.tdm import ZONE_LABEL, pod_revocable_zone
+from models.vocabulary import PREEMPTABLE
 
 NOW = "2026-11-30T14:00:00Z"
 ZONE = "rz1"
@@ -32,7 +33,6 @@ GIB = 2**30
 MIB = 2**20
 POOL = "pool"
 TAINT_KEY = "dedicated"
-PREEMPTABLE = "volcano.sh/preemptable"
 GPU_TYPES = ("NVIDIA-A100-SXM4-80GB", "NVIDIA-A10", "NVIDIA-T4")
 DEVICE_MEMORY = (16384, 24576, 40960, 81920)
 """MiB; a shared request of 20000 MiB fits some cards and not others."""
