@@ -270,6 +270,34 @@ def validate_queues(
             )
 
 
+def children_in_tree(queues: Sequence[Queue]) -> dict[str, list[str]]:
+    """Each queue's children, counting only queues whose parent chain reaches root.
+
+    A queue cut off by a missing parent or a cycle is already reported by
+    :func:`validate_queues`; leaving it out keeps one broken link from also making its parent
+    look like a non-leaf.
+    """
+    parent: dict[str, str] = {}
+    for q in queues:
+        if q.name != ROOT:
+            parent.setdefault(q.name, q.parent or ROOT)
+    reaches: dict[str, bool] = {ROOT: True}
+    for name in parent:
+        chain: list[str] = []
+        current = name
+        while current not in reaches and current in parent and current not in chain:
+            chain.append(current)
+            current = parent[current]
+        verdict = reaches.get(current, False)
+        for member in chain:
+            reaches[member] = verdict
+    children: dict[str, list[str]] = {}
+    for name, up in parent.items():
+        if reaches[name]:
+            children.setdefault(up, []).append(name)
+    return children
+
+
 def _check_fields(q: Queue, diag: Diagnostics) -> None:
     """The CRD schema bounds and the ValidatingAdmissionPolicy's per-queue resource rules."""
     obj = _obj(q.name)

@@ -26,6 +26,7 @@ from .golang import parse_go_bool, parse_go_duration
 from .vocabulary import PREEMPTABLE, REVOCABLE_ZONE
 
 ZONE_LABEL = REVOCABLE_ZONE
+TDM_PLUGIN = "tdm"
 ZONE_ARG_PREFIX = "tdm.revocable-zone."
 EVICT_PERIOD_ARG = "tdm.evict.period"
 LAST_EVICT_ARG = "vcopt.lastEvictAt"
@@ -238,6 +239,13 @@ class TdmConfig:
         """Whether nodes of ``zone`` are usable at ``now``; an unconfigured zone never is."""
         window = self.zones.get(zone)
         return window is not None and window_active(window, now, tz, faithful=faithful)
+
+
+def configured_zones(arguments: Mapping[str, object]) -> list[str]:
+    """The zones the plugin arguments name a window for, well-formed or not."""
+    return [
+        key.removeprefix(ZONE_ARG_PREFIX) for key in arguments if key.startswith(ZONE_ARG_PREFIX)
+    ]
 
 
 def parse_last_evict_at(value: object, obj: str, diag: Diagnostics) -> datetime | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cached_property
 
+from .errors import Diagnostics, obj_name
 from .golang import parse_go_bool
 from .gpu import GpuFilter, GpuRequest
 from .queues import DEFAULT_QUEUE
@@ -21,6 +22,8 @@ from .vocabulary import DEFAULT_NAMESPACE, NUMA_BIND
 
 PENDING, INQUEUE, RUNNING = "Pending", "Inqueue", "Running"
 JOB_PHASES = (PENDING, INQUEUE, RUNNING, "Unknown", "Completed")
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
+TOLERATION_OPERATORS = ("Equal", "Exists")
 
 
 @dataclass(frozen=True)
@@ -209,3 +212,50 @@ class Job:
 
 def pod_name(job: str, task: str, index: int) -> str:
     return f"{job}-{task}-{index}"
+
+
+def validate_job(job: Job, diag: Diagnostics) -> None:
+    """Record what Volcano's webhooks and the Kubernetes API would refuse in one job alone:
+    gang sizes within the replicas, known enums, a topology mode and a non-negative tier.
+
+    Rules that relate the job to other objects (its queue, its running pods' nodes and
+    devices, other jobs) are :func:`models.instance.validate_instance`'s.
+    """
+    obj = obj_name("Job", job.name, job.namespace)
+    _validate_tasks(job.tasks, obj, diag)
+    replicas = job.replicas
+    if job.min_available < 0:
+        diag.error(obj, "minAvailable", "must not be negative")
+    elif job.min_available > replicas:
+        diag.error(
+            obj, "minAvailable", f"{job.min_available} is more than the job's {replicas} replicas"
+        )
+    for role, count in job.min_task_member.items():
+        if count < 0:
+            diag.error(obj, f"minTaskMember.{role}", "must not be negative")
+    if job.phase not in JOB_PHASES:
+        diag.error(obj, "phase", f"must be one of {', '.join(JOB_PHASES)}")
+    spec = job.network_topology
+    if spec is not None:
+        if spec.mode not in TOPOLOGY_MODES:
+            diag.error(obj, "networkTopology.mode", "must be hard or soft")
+        if spec.highest_tier is not None and spec.highest_tier < 0:
+            diag.error(obj, "networkTopology.highestTierAllowed", "must not be negative")
+
+
+def _validate_tasks(tasks: tuple[Task, ...], obj: str, diag: Diagnostics) -> None:
+    names: set[str] = set()
+    for i, task in enumerate(tasks):
+        field = f"tasks[{i}]"
+        if task.name in names:
+            diag.error(obj, f"{field}.name", f'duplicate task name "{task.name}"')
+        names.add(task.name)
+        if task.min_available is not None and not 0 <= task.min_available <= task.replicas:
+            diag.error(
+                obj, f"{field}.minAvailable", f"must be between 0 and replicas ({task.replicas})"
+            )
+        if task.preemption_policy not in PREEMPTION_POLICIES:
+            diag.error(obj, f"{field}.preemptionPolicy", "must be PreemptLowerPriority or Never")
+        for j, tol in enumerate(task.tolerations):
+            if tol.operator not in TOLERATION_OPERATORS:
+                diag.error(obj, f"{field}.tolerations[{j}].operator", "must be Equal or Exists")

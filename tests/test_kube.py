@@ -1,4 +1,4 @@
-"""The kubectl input form (models/kube.py): a dump of live objects loads like its compact twin."""
+"""The kubectl input form (models/io/kube/): a dump of live objects loads like its compact twin."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from models.errors import InputError, Problem
-from models.kube import compact_from_objects
+from models.io.kube import compact_from_objects
 from models.load import from_documents, load, loads
 from models.workload import DeviceShare, RunningPod
 
