@@ -181,22 +181,7 @@ def _shape(queues: Sequence[Queue], diag: Diagnostics) -> _Shape:
         else:
             by_name[q.name] = q
     by_name.setdefault(ROOT, Queue(ROOT))
-
-    declared: dict[str, str] = {}
-    for name, q in by_name.items():
-        parent = q.parent or ROOT
-        if name == ROOT:
-            if parent != ROOT:
-                diag.error(
-                    _obj(name), "parent", f'the root queue cannot have a parent, got "{parent}"'
-                )
-        elif parent == name:
-            diag.error(_obj(name), "parent", "a queue cannot be its own parent")
-        elif parent not in by_name:
-            diag.error(_obj(name), "parent", f'parent queue "{parent}" does not exist')
-        else:
-            declared[name] = parent
-
+    declared = _declared_parents(by_name, diag)
     position = {name: index for index, name in enumerate(by_name)}
     reaches_root: dict[str, bool] = {ROOT: True}
     for name in by_name:
@@ -215,6 +200,25 @@ def _shape(queues: Sequence[Queue], diag: Diagnostics) -> _Shape:
             reaches_root[member] = verdict
     parents = {name: parent for name, parent in declared.items() if reaches_root[name]}
     return _Shape({n: q for n, q in by_name.items() if n == ROOT or n in parents}, parents)
+
+
+def _declared_parents(by_name: Mapping[str, Queue], diag: Diagnostics) -> dict[str, str]:
+    """Each queue's parent as declared, for the links that name an existing other queue."""
+    declared: dict[str, str] = {}
+    for name, q in by_name.items():
+        parent = q.parent or ROOT
+        if name == ROOT:
+            if parent != ROOT:
+                diag.error(
+                    _obj(name), "parent", f'the root queue cannot have a parent, got "{parent}"'
+                )
+        elif parent == name:
+            diag.error(_obj(name), "parent", "a queue cannot be its own parent")
+        elif parent not in by_name:
+            diag.error(_obj(name), "parent", f'parent queue "{parent}" does not exist')
+        else:
+            declared[name] = parent
+    return declared
 
 
 def _report_cycle(cycle: list[str], position: Mapping[str, int], diag: Diagnostics) -> None:
@@ -277,24 +281,9 @@ def children_in_tree(queues: Sequence[Queue]) -> dict[str, list[str]]:
     :func:`validate_queues`; leaving it out keeps one broken link from also making its parent
     look like a non-leaf.
     """
-    parent: dict[str, str] = {}
-    for q in queues:
-        if q.name != ROOT:
-            parent.setdefault(q.name, q.parent or ROOT)
-    reaches: dict[str, bool] = {ROOT: True}
-    for name in parent:
-        chain: list[str] = []
-        current = name
-        while current not in reaches and current in parent and current not in chain:
-            chain.append(current)
-            current = parent[current]
-        verdict = reaches.get(current, False)
-        for member in chain:
-            reaches[member] = verdict
     children: dict[str, list[str]] = {}
-    for name, up in parent.items():
-        if reaches[name]:
-            children.setdefault(up, []).append(name)
+    for name, parent in _shape(queues, Diagnostics()).parents.items():
+        children.setdefault(parent, []).append(name)
     return children
 
 

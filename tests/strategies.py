@@ -275,13 +275,16 @@ def _quota(draw: st.DrawFn, parent: _Quota | None) -> _Quota:
             if g_limit >= 1 and draw(st.integers(0, 2)) == 0:
                 guarantee[resource] = draw(st.integers(1, g_limit))
     if parent:
-        for resource, amount in deserved.items():
-            if resource in parent.deserved_left:
-                parent.deserved_left[resource] -= amount
-        for resource, amount in guarantee.items():
-            if resource in parent.guarantee_left:
-                parent.guarantee_left[resource] -= amount
+        _spend(parent.deserved_left, deserved)
+        _spend(parent.guarantee_left, guarantee)
     return _Quota(deserved, capability, guarantee, dict(deserved), dict(guarantee))
+
+
+def _spend(left: dict[str, int], amounts: Mapping[str, int]) -> None:
+    """Take a child's amounts from what its parent has left, on the resources it limits."""
+    for resource, amount in amounts.items():
+        if resource in left:
+            left[resource] -= amount
 
 
 @st.composite

@@ -32,6 +32,8 @@ _COMPARED_SPEC = (
 )
 _TOLERATION_KEYS = ("key", "operator", "value", "effect", "tolerationSeconds")
 INDEX = re.compile(r"[0-9]+")
+_UNSET = (None, "", {}, [])
+"""Values a task entry leaves out (a priority of 0 is kept)."""
 
 
 class TaskReader(ObjectReader):
@@ -39,6 +41,26 @@ class TaskReader(ObjectReader):
 
     def task(self, name: str, indexed: list[tuple[int, PodView]]) -> dict[str, Any]:
         """One task from its pods, which must be numbered 0..n-1 and identical."""
+        self._check_alike(name, indexed)
+        views = [view for _, view in indexed]
+        ref = views[0]
+        spec = ref.spec
+        resources, init = self._pod_resources(ref)
+        task: dict[str, Any] = {
+            "name": name,
+            "replicas": len(views),
+            "resources": resources,
+            "initResources": init,
+            "priority": spec.get("priority"),
+            "priorityClassName": spec.get("priorityClassName"),
+            "preemptionPolicy": spec.get("preemptionPolicy"),
+            "labels": self._common(name, views, "labels"),
+            "annotations": self._common(name, views, "task_annotations"),
+            **self._placement_rules(ref),
+        }
+        return {key: value for key, value in task.items() if value not in _UNSET}
+
+    def _check_alike(self, name: str, indexed: list[tuple[int, PodView]]) -> None:
         ordered = sorted(indexed, key=lambda item: item[0])
         for expected, (index, view) in enumerate(ordered):
             if index != expected:
@@ -49,10 +71,9 @@ class TaskReader(ObjectReader):
                     f"numbered 0..{len(ordered) - 1}",
                 )
                 break
-        views = [view for _, view in indexed]
-        ref = views[0]
+        ref = indexed[0][1]
         reference = _projection(ref.spec)
-        for view in views[1:]:
+        for _, view in indexed[1:]:
             field = _first_difference(reference, _projection(view.spec), "spec")
             if field is not None:
                 self.diag.error(
@@ -61,43 +82,26 @@ class TaskReader(ObjectReader):
                     f"differs from pod {ref.o.name!r}: the pods of one task must be identical",
                 )
                 break
-        task: dict[str, Any] = {"name": name, "replicas": len(views)}
-        resources, init = self._pod_resources(ref)
-        if resources:
-            task["resources"] = resources
-        if init:
-            task["initResources"] = init
-        spec = ref.spec
-        if spec.get("priority") is not None:
-            task["priority"] = spec["priority"]
-        for key in ("priorityClassName", "preemptionPolicy"):
-            if spec.get(key):
-                task[key] = spec[key]
-        for key, values in (
-            ("labels", self._common(name, views, "labels")),
-            ("annotations", self._common(name, views, "task_annotations")),
-        ):
-            if values:
-                task[key] = values
-        o = ref.o
+
+    def _placement_rules(self, ref: PodView) -> dict[str, Any]:
+        """What decides where the task's pods may go, as the pod spells it."""
+        o, spec = ref.o, ref.spec
         node_selector = self._strings(o, spec, "nodeSelector", "spec.nodeSelector")
-        if node_selector:
-            task["nodeSelector"] = node_selector
-        affinity = self._mapping(o, spec, "affinity", "spec.affinity")
-        if affinity:
-            task["affinity"] = dict(affinity)
+        affinity = dict(self._mapping(o, spec, "affinity", "spec.affinity"))
         tolerations = []
         for i, tol in enumerate(self._list(o, spec, "tolerations", "spec.tolerations")):
             if isinstance(tol, Mapping):
                 tolerations.append({k: tol[k] for k in _TOLERATION_KEYS if tol.get(k) is not None})
             else:
                 self.diag.error(o.obj, f"spec.tolerations[{i}]", "expected a mapping")
-        if tolerations:
-            task["tolerations"] = tolerations
-        spread = self._list(o, spec, "topologySpreadConstraints", "spec.topologySpreadConstraints")
-        if spread:
-            task["topologySpreadConstraints"] = spread
-        return task
+        return {
+            "nodeSelector": node_selector,
+            "affinity": affinity,
+            "tolerations": tolerations,
+            "topologySpreadConstraints": self._list(
+                o, spec, "topologySpreadConstraints", "spec.topologySpreadConstraints"
+            ),
+        }
 
     def _common(self, task: str, views: list[PodView], attr: str) -> dict[str, str]:
         """Labels or annotations shared by all pods of a task.

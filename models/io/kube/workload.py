@@ -180,36 +180,8 @@ class WorkloadReader(TaskReader):
             "name": o.name,
             "namespace": o.namespace,
             "queue": spec.get("queue") or DEFAULT_QUEUE,
+            **self._podgroup_spec(o, spec),
         }
-        for key, out in (("minMember", "minAvailable"), ("minTaskMember", "minTaskMember")):
-            if key in spec:
-                job[out] = spec[key]
-        if "minResources" in spec:
-            job["minResources"] = spec["minResources"]
-        class_name = spec.get("priorityClassName")
-        if class_name:
-            job["priorityClassName"] = class_name
-            known = {pc["name"] for pc in self.priority_classes}
-            if isinstance(class_name, str) and class_name not in known:
-                default = self._default_priority()
-                self.diag.warn(
-                    o.obj,
-                    "spec.priorityClassName",
-                    f"PriorityClass {class_name!r} is not in the snapshot; Volcano then uses "
-                    f"the default priority ({default})",
-                )
-                job["priority"] = default
-        topology = self._mapping(o, spec, "networkTopology", "spec.networkTopology")
-        if topology:
-            job["networkTopology"] = {
-                k: topology[k] for k in _NETWORK_TOPOLOGY_KEYS if k in topology
-            }
-            for key in topology:
-                if key not in _NETWORK_TOPOLOGY_KEYS:
-                    self._not_modelled(o, f"spec.networkTopology.{key}")
-        for key in spec:
-            if key not in _PODGROUP_SPEC_KEYS:
-                self._not_modelled(o, f"spec.{key}")
         phase = self._mapping(o, o.doc, "status", "status").get("phase")
         if phase:
             job["phase"] = phase
@@ -230,6 +202,42 @@ class WorkloadReader(TaskReader):
         if running:
             job["running"] = running
         return job
+
+    def _podgroup_spec(self, o: KubeObject, spec: Mapping[str, Any]) -> dict[str, Any]:
+        """The PodGroup spec fields the compact job has; the others are warned about."""
+        out: dict[str, Any] = {}
+        for key, name in (
+            ("minMember", "minAvailable"),
+            ("minTaskMember", "minTaskMember"),
+            ("minResources", "minResources"),
+        ):
+            if key in spec:
+                out[name] = spec[key]
+        class_name = spec.get("priorityClassName")
+        if class_name:
+            out["priorityClassName"] = class_name
+            known = {pc["name"] for pc in self.priority_classes}
+            if isinstance(class_name, str) and class_name not in known:
+                default = self._default_priority()
+                self.diag.warn(
+                    o.obj,
+                    "spec.priorityClassName",
+                    f"PriorityClass {class_name!r} is not in the snapshot; Volcano then uses "
+                    f"the default priority ({default})",
+                )
+                out["priority"] = default
+        topology = self._mapping(o, spec, "networkTopology", "spec.networkTopology")
+        if topology:
+            out["networkTopology"] = {
+                k: topology[k] for k in _NETWORK_TOPOLOGY_KEYS if k in topology
+            }
+            for key in topology:
+                if key not in _NETWORK_TOPOLOGY_KEYS:
+                    self._not_modelled(o, f"spec.networkTopology.{key}")
+        for key in spec:
+            if key not in _PODGROUP_SPEC_KEYS:
+                self._not_modelled(o, f"spec.{key}")
+        return out
 
     def _lone_job(self, view: PodView) -> dict[str, Any] | None:
         o = view.o
