@@ -17,7 +17,7 @@ from .golang import parse_go_bool
 from .gpu import GpuFilter, GpuRequest
 from .queues import DEFAULT_QUEUE
 from .resources import EMPTY, Resources
-from .topology import LabelSelector
+from .selectors import LabelSelector
 from .vocabulary import DEFAULT_NAMESPACE, NUMA_BIND
 
 PENDING, INQUEUE, RUNNING = "Pending", "Inqueue", "Running"

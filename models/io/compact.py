@@ -31,7 +31,8 @@ from ..gpu import (
 from ..instance import Instance, validate_instance
 from ..queues import DEFAULT_QUEUE, Queue
 from ..scheduler_conf import parse_scheduler_conf
-from ..topology import HyperNode, LabelRequirement, LabelSelector, Member, MemberSelector
+from ..selectors import LabelRequirement, LabelSelector
+from ..topology import HyperNode, Member, MemberSelector
 from ..vocabulary import API_VERSION, HAMI_REGISTER, VOLCANO_REGISTER
 from ..workload import Job
 from . import schema as s

@@ -21,13 +21,8 @@ from ..errors import Diagnostics, obj_name
 from ..golang import parse_go_duration
 from ..gpu import GPU_RESOURCE_NAMES, GpuRequest, container_gpu_request, gpu_filter
 from ..resources import NVIDIA_GPU, Resources
-from ..topology import (
-    HyperNode,
-    LabelRequirement,
-    LabelSelector,
-    tiers_by_name,
-    validate_label_selector,
-)
+from ..selectors import LabelRequirement, LabelSelector, validate_label_selector
+from ..topology import HyperNode, tiers_by_name
 from ..vocabulary import TASK_SPEC, TOPOLOGY_HIGHEST_TIER, TOPOLOGY_MODE
 from ..workload import (
     HARD,
