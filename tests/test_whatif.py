@@ -159,43 +159,41 @@ def test_queue_variant_breaking_a_webhook_rule_is_refused(demo):
     assert "must be <= deserved.nvidia.com/gpu (4)" in p.message
 
 
-def test_job_variant_referencing_a_missing_queue_is_refused(demo):
-    task = Task("main", 1, Resources.parse({"cpu": "1"}))
+ONE_CPU = Task("main", 1, Resources.parse({"cpu": "1"}))
+
+
+@pytest.mark.parametrize(
+    ("job", "field", "fragment"),
+    [
+        (Job("lost", queue="nowhere", tasks=(ONE_CPU,)), "queue", 'queue "nowhere" does not exist'),
+        (
+            Job("probe", queue="research", tasks=(ONE_CPU,)),
+            "queue",
+            "not a leaf queue (child queues: team-a, team-b)",
+        ),
+        (
+            Job(
+                "ghost",
+                queue="team-b",
+                tasks=(ONE_CPU,),
+                running=(RunningPod(0, "node-404", "main"),),
+            ),
+            "running[0].node",
+            'node "node-404" does not exist',
+        ),
+        (Job("notebooks", queue="inference", tasks=(ONE_CPU,)), "name", "duplicate job name"),
+    ],
+    ids=["missing-queue", "parent-queue", "missing-node", "duplicate"],
+)
+def test_job_variant_breaking_a_rule_is_refused(demo, job, field, fragment):
+    """An added job must name an existing leaf queue (research has children, and Volcano only
+    schedules jobs of leaf queues), run its pods on existing nodes, and have a name of its own
+    in its namespace (the demo has a default/notebooks)."""
     with pytest.raises(InputError) as caught:
-        whatif.with_jobs(demo, added=[Job("lost", queue="nowhere", tasks=(task,))])
+        whatif.with_jobs(demo, added=[job])
     p = only_problem(caught)
-    assert (p.file, p.obj, p.field) == ("what-if", 'Job "default/lost"', "queue")
-    assert 'queue "nowhere" does not exist' in p.message
-
-
-def test_job_variant_in_a_parent_queue_is_refused(demo):
-    """research has children (team-a, team-b): Volcano only schedules jobs of leaf queues."""
-    task = Task("main", 1, Resources.parse({"cpu": "1"}))
-    with pytest.raises(InputError) as caught:
-        whatif.with_jobs(demo, added=[Job("probe", queue="research", tasks=(task,))])
-    p = only_problem(caught)
-    assert (p.obj, p.field) == ('Job "default/probe"', "queue")
-    assert "not a leaf queue (child queues: team-a, team-b)" in p.message
-
-
-def test_job_variant_with_a_pod_on_a_missing_node_is_refused(demo):
-    task = Task("main", 1, Resources.parse({"cpu": "1"}))
-    ghost = Job(
-        "ghost", queue="team-b", tasks=(task,), running=(RunningPod(0, "node-404", "main"),)
-    )
-    with pytest.raises(InputError) as caught:
-        whatif.with_jobs(demo, added=[ghost])
-    p = only_problem(caught)
-    assert (p.obj, p.field) == ('Job "default/ghost"', "running[0].node")
-    assert 'node "node-404" does not exist' in p.message
-
-
-def test_duplicate_job_is_refused(demo):
-    task = Task("nb", 1, Resources.parse({"cpu": "1"}))
-    with pytest.raises(InputError) as caught:
-        whatif.with_jobs(demo, added=[Job("notebooks", queue="inference", tasks=(task,))])
-    p = only_problem(caught)
-    assert (p.obj, p.field) == ('Job "default/notebooks"', "name")
+    assert (p.file, p.obj, p.field) == ("what-if", f'Job "{job.key}"', field)
+    assert fragment in p.message
 
 
 def test_node_variant_in_an_unconfigured_zone_is_refused(demo):
