@@ -308,10 +308,11 @@ def _check_tdm(instance: Instance, written_as: Mapping[str, str], diag: Diagnost
     reported, and the nodes in it are not wrong. Nodes written as one entry (a node group)
     are reported once.
     """
-    plugin = instance.scheduler.plugin(TDM_PLUGIN)
+    position = instance.scheduler.plugin_position(TDM_PLUGIN)
     configured: set[str] = set()
-    if plugin is not None:
-        tier, index = instance.scheduler.plugin_position(TDM_PLUGIN) or (0, 0)
+    if position is not None:
+        tier, index = position
+        plugin = instance.scheduler.tiers[tier][index]
         path = f"scheduler.tiers[{tier}].plugins[{index}]"
         local = Diagnostics()
         TdmConfig.from_arguments(plugin.arguments, obj_name("Instance", instance.name), local)
@@ -326,7 +327,7 @@ def _check_tdm(instance: Instance, written_as: Mapping[str, str], diag: Diagnost
         if not zone or zone in configured or (obj, zone) in reported:
             continue
         reported.add((obj, zone))
-        if plugin is not None:
+        if position is not None:
             diag.error(
                 obj,
                 f"labels.{ZONE_LABEL}",

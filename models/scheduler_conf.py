@@ -16,6 +16,7 @@ from .errors import Diagnostics
 from .vocabulary import NETWORK_TOPOLOGY_PLUGIN, helm_default_scheduler
 
 KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle")
+EVICTING_ACTIONS = ("preempt", "reclaim")
 OTHER_ACTIONS = ("gangpreempt", "gangreclaim")
 MODELLED_PLUGINS = frozenset(
     {
@@ -137,6 +138,11 @@ class SchedulerConf:
                 if option.name == name:
                     return t, p
         return None
+
+    @property
+    def evicts(self) -> bool:
+        """Whether an action that evicts running pods is configured (TDM evicts on its own)."""
+        return any(action in EVICTING_ACTIONS for action in self.actions)
 
     @property
     def enforces_topology(self) -> bool:

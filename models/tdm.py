@@ -336,6 +336,12 @@ def max_evictable(
     return DEFAULT_EVICT_NUM
 
 
+def has_disruption_budget(annotations: Mapping[str, str]) -> bool:
+    """Whether a PodGroup sets a disruption budget: a non-empty value under any spelling of
+    maxUnavailable or minAvailable (an empty one counts as unset, as in Volcano)."""
+    return any(annotations.get(key) for key in (*MAX_UNAVAILABLE_KEYS, *MIN_AVAILABLE_KEYS))
+
+
 def extract_budget(annotations: Mapping[str, str]) -> Mapping[str, str]:
     """The budget annotations Volcano keeps (``JobInfo.extractBudget``, spec §6): a PodGroup
     that carries a minAvailable budget has its maxUnavailable budget ignored, even when the

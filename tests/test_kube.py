@@ -253,6 +253,18 @@ def test_pods_of_one_task_with_different_specs_are_an_error() -> None:
     assert "train-w-0" in errors[0].message
 
 
+def test_a_pod_whose_init_containers_are_no_list_is_reported_not_a_crash() -> None:
+    """``initContainers: 3`` is reported on the pod; comparing it with its task's other pod
+    then sees no init containers, so the pods still agree."""
+    bad = _pod("train-w-0")
+    bad["spec"]["initContainers"] = 3
+    _, errors, _ = _translate(_podgroup(), bad, _pod("train-w-1"))
+    assert [(p.obj, p.field) for p in errors] == [
+        ('Pod "default/train-w-0"', "spec.initContainers")
+    ]
+    assert "expected a list" in errors[0].message
+
+
 def test_annotations_vcopt_reads_must_agree_between_pods() -> None:
     """``volcano.sh/preemptable`` changes who may be evicted, so it cannot just be dropped."""
     _, errors, _ = _translate(

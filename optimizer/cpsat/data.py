@@ -24,8 +24,7 @@ from models.instance import Instance
 from models.queues import QueueAttrs, capacity_flat, capacity_hierarchical, proportion_deserved
 from models.resources import INFINITE, MEMORY, PODS, Resources
 from models.tdm import (
-    MAX_UNAVAILABLE_KEYS,
-    MIN_AVAILABLE_KEYS,
+    has_disruption_budget,
     job_eviction_budget,
     node_zone,
     pod_preemptable,
@@ -262,7 +261,7 @@ def compile_instance(instance: Instance, *, tdm_lookahead: bool = False) -> Comp
     tdm = instance.tdm
     pools = [_device_pool(n) for n in nodes]
     whole = _WholeDevices()
-    evictions_on = bool(set(conf.actions) & {"preempt", "reclaim"})
+    evictions_on = conf.evicts
     for job in instance.jobs:
         job_groups[job.key] = []
         job_running[job.key] = []
@@ -340,7 +339,7 @@ def compile_instance(instance: Instance, *, tdm_lookahead: bool = False) -> Comp
     limits, deserved, guarantee, members, leaf_ok = _queues(instance)
     budget = {}
     for job in instance.jobs:
-        if any(job.annotations.get(k) for k in (*MAX_UNAVAILABLE_KEYS, *MIN_AVAILABLE_KEYS)):
+        if has_disruption_budget(job.annotations):
             running_count = sum(1 for p in job.pods if p.running)
             budget[job.key] = job_eviction_budget(job.annotations, job.replicas, running_count, 0)
     levels, domains = topology_levels(instance)

@@ -9,8 +9,7 @@ from collections.abc import Iterator
 from models.resources import Resources, format_amount
 from models.scheduler_conf import SchedulerConf
 from models.tdm import (
-    MAX_UNAVAILABLE_KEYS,
-    MIN_AVAILABLE_KEYS,
+    has_disruption_budget,
     job_eviction_budget,
     node_zone,
     pod_preemptable,
@@ -20,12 +19,10 @@ from models.vocabulary import (
     PREEMPTABLE,
     SYSTEM_NAMESPACE,
 )
-from models.workload import Job
 
 from ..plan import Eviction
 from .context import Context, Violation
 
-EVICTING_ACTIONS = ("preempt", "reclaim")
 TDM_REASON = "tdm"
 NO_GUARANTEE_REASONS = frozenset({"preempt", TDM_REASON})
 """Eviction reasons whose Volcano path never consults the victim queue's guarantee: preempt
@@ -106,9 +103,7 @@ def _victim_problems(ctx: Context, e: Eviction) -> Iterator[Violation]:
             yield bad(f"conformance protects pods of namespace {SYSTEM_NAMESPACE}")
         if job.priority_class in CRITICAL_PRIORITY_CLASSES:
             yield bad(f"conformance protects priority class {job.priority_class}")
-    if not any(a in instance.scheduler.actions for a in EVICTING_ACTIONS) and not _tdm_may_evict(
-        ctx, e
-    ):
+    if not instance.scheduler.evicts and not _tdm_may_evict(ctx, e):
         yield bad(
             "no preempt or reclaim action is configured, and it is not a TDM eviction from a "
             "closed revocable zone"
@@ -129,10 +124,6 @@ def _tdm_may_evict(ctx: Context, e: Eviction) -> bool:
     )
 
 
-def _has_budget(job: Job) -> bool:
-    return any(job.annotations.get(k) for k in (*MAX_UNAVAILABLE_KEYS, *MIN_AVAILABLE_KEYS))
-
-
 def _budget_problems(ctx: Context) -> Iterator[Violation]:
     """Per job, evictions ≤ Volcano's ``getMaxPodEvictNum`` when TDM evicts or the PodGroup
     carries a disruption budget."""
@@ -141,7 +132,8 @@ def _budget_problems(ctx: Context) -> Iterator[Violation]:
         by_job.setdefault(ctx.members[e.pod].job.key, []).append(e)
     for key, evictions in by_job.items():
         job = ctx.instance.job_by_key[key]
-        if not (_has_budget(job) or any(e.reason == TDM_REASON for e in evictions)):
+        by_tdm = any(e.reason == TDM_REASON for e in evictions)
+        if not (has_disruption_budget(job.annotations) or by_tdm):
             continue
         running = sum(1 for p in job.pods if p.running)
         allowed = job_eviction_budget(job.annotations, job.replicas, running, 0)

@@ -9,7 +9,7 @@ from the allocation annotations HAMi or Volcano wrote on it.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...gpu import GPU_RESOURCE_NAMES
@@ -72,9 +72,9 @@ class TaskReader(ObjectReader):
                 )
                 break
         ref = indexed[0][1]
-        reference = _projection(ref.spec)
+        reference = _projection(ref)
         for _, view in indexed[1:]:
-            field = _first_difference(reference, _projection(view.spec), "spec")
+            field = _first_difference(reference, _projection(view), "spec")
             if field is not None:
                 self.diag.error(
                     view.o.obj,
@@ -246,17 +246,17 @@ class TaskReader(ObjectReader):
         return devices
 
 
-def _projection(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """The parts of a pod spec that make up its task, spelled as in the pod."""
+def _projection(view: PodView) -> dict[str, Any]:
+    """The parts of a pod spec that make up its task, spelled as in the pod; the container
+    lists are the checked ones of the view (a malformed list is already reported)."""
 
-    def resources(key: str) -> list[object]:
-        containers = spec.get(key) or []
-        return [c.get("resources") if isinstance(c, Mapping) else c for c in containers]
+    def resources(containers: Sequence[Mapping[str, Any]]) -> list[object]:
+        return [{"resources": c.get("resources")} for c in containers]
 
     return {
-        "containers": [{"resources": r} for r in resources("containers")],
-        "initContainers": [{"resources": r} for r in resources("initContainers")],
-        **{key: spec.get(key) for key in _COMPARED_SPEC},
+        "containers": resources(view.containers),
+        "initContainers": resources(view.init_containers),
+        **{key: view.spec.get(key) for key in _COMPARED_SPEC},
     }
 
 
