@@ -209,12 +209,10 @@ def topology_hard(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
         return
     top = data.instance.topology.top_tier
     for job in data.jobs:
-        spec = job.network_topology
-        if job.key not in v.admit or spec is None or spec.mode != "hard":
+        limit = data.instance.hard_topology_limit(job)
+        if job.key not in v.admit or limit is None or limit >= top:
             continue
-        if spec.highest_tier is None or spec.highest_tier >= top:
-            continue
-        allowed = [i for i, t in enumerate(data.levels) if t <= spec.highest_tier]
+        allowed = [i for i, t in enumerate(data.levels) if t <= limit]
         m.add(v.within_level(job.key, allowed[-1]) >= v.admit[job.key])
 
 

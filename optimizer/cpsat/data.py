@@ -24,24 +24,21 @@ from models.instance import Instance
 from models.queues import QueueAttrs, capacity_flat, capacity_hierarchical, proportion_deserved
 from models.resources import INFINITE, MEMORY, PODS, Resources
 from models.tdm import (
-    MAX_UNAVAILABLE_KEYS,
-    MIN_AVAILABLE_KEYS,
+    has_disruption_budget,
     job_eviction_budget,
     node_zone,
-    parse_go_bool,
     pod_preemptable,
     pod_revocable_zone,
     window_closes_at,
 )
+from models.vocabulary import CRITICAL_PRIORITY_CLASSES as PROTECTED_CLASSES
+from models.vocabulary import SYSTEM_NAMESPACE, UNSCHEDULABLE_TAINT
 from models.workload import Job, Pod, Task
 
 MIB = 2**20
 MIB_RESOURCES = frozenset({MEMORY, "ephemeral-storage"})
 UNLIMITED = 2**62
 """Model stand-in for an unlimited quota (Volcano's infinity does not fit in int64)."""
-PROTECTED_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
-CORDON_ANNOTATION = "hami.io/device-cordon"
-NUMA_BIND_ANNOTATION = "nvidia.com/numa-bind"
 NO_FILTER = GpuFilter()
 
 
@@ -189,13 +186,13 @@ def _taints_ok(task: Task, node: Node) -> bool:
         (t.key, t.value, t.effect) for t in node.taints if t.effect in ("NoSchedule", "NoExecute")
     ]
     if node.unschedulable:
-        taints.append(("node.kubernetes.io/unschedulable", "", "NoSchedule"))
+        taints.append((UNSCHEDULABLE_TAINT, "", "NoSchedule"))
     return all(any(tol.tolerates(*taint) for tol in task.tolerations) for taint in taints)
 
 
 def _device_pool(node: Node) -> list[int]:
     """HAMi's device checks that depend on neither the pod nor what else runs (§3.3)."""
-    cordoned = {t.strip() for t in node.annotations.get(CORDON_ANNOTATION, "").split(",")}
+    cordoned = node.cordoned_gpus
     return [
         d
         for d, dev in enumerate(node.gpus)
@@ -264,11 +261,11 @@ def compile_instance(instance: Instance, *, tdm_lookahead: bool = False) -> Comp
     tdm = instance.tdm
     pools = [_device_pool(n) for n in nodes]
     whole = _WholeDevices()
-    evictions_on = bool(set(conf.actions) & {"preempt", "reclaim"})
+    evictions_on = conf.evicts
     for job in instance.jobs:
         job_groups[job.key] = []
         job_running[job.key] = []
-        protected = job.namespace == "kube-system" or job.priority_class in PROTECTED_CLASSES
+        protected = job.namespace == SYSTEM_NAMESPACE or job.priority_class in PROTECTED_CLASSES
         for task in job.tasks:
             request = model_units(task.resources, round_up=True)
             request_floor = model_units(task.resources, round_up=False)
@@ -308,7 +305,7 @@ def compile_instance(instance: Instance, *, tdm_lookahead: bool = False) -> Comp
             pending = [p for p in pods if not p.running]
             if not pending:
                 continue
-            numa_bind = bool(parse_go_bool(task.annotations.get(NUMA_BIND_ANNOTATION, "")))
+            numa_bind = task.numa_bind
             group = Group(len(groups), job, task, pending, request, request_floor, value, numa_bind)
             revocable = pod_revocable_zone(task.annotations) == "*"
             for i, node in enumerate(nodes):
@@ -342,7 +339,7 @@ def compile_instance(instance: Instance, *, tdm_lookahead: bool = False) -> Comp
     limits, deserved, guarantee, members, leaf_ok = _queues(instance)
     budget = {}
     for job in instance.jobs:
-        if any(job.annotations.get(k) for k in (*MAX_UNAVAILABLE_KEYS, *MIN_AVAILABLE_KEYS)):
+        if has_disruption_budget(job.annotations):
             running_count = sum(1 for p in job.pods if p.running)
             budget[job.key] = job_eviction_budget(job.annotations, job.replicas, running_count, 0)
     levels, domains = topology_levels(instance)
@@ -362,7 +359,7 @@ def compile_instance(instance: Instance, *, tdm_lookahead: bool = False) -> Comp
         queue_members=members,
         leaf_ok=leaf_ok,
         evictions_on=evictions_on,
-        topology_on=conf.has("network-topology-aware"),
+        topology_on=conf.enforces_topology,
         eviction_budget=budget,
         levels=levels,
         domains=domains,
