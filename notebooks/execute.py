@@ -46,10 +46,13 @@ def execute(path: Path, timeout: int = TIMEOUT_SECONDS) -> nbformat.NotebookNode
 
 
 def save(nb: nbformat.NotebookNode, path: Path) -> None:
+    """Replace ``path`` atomically, keeping its permissions (a temporary file is private)."""
+    mode = path.stat().st_mode & 0o777
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             nbformat.write(nb, handle)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
