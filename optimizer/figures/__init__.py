@@ -39,7 +39,7 @@ WIDTH = 15.0
 """Inches; at the saved DPI the PNG is about 1,650 pixels wide."""
 DPI = 110
 
-__all__ = ["compare_figure", "plan_figure", "write_png"]
+__all__ = ["compare_figure", "plan_figure", "png_bytes", "write_png"]
 
 
 def _label(plan: Plan) -> str:
@@ -152,11 +152,18 @@ def plan_figure(instance: Instance, plan: Plan) -> Figure:
     )
 
 
+def png_bytes(fig: Figure) -> bytes:
+    """``fig`` rendered once as PNG (a notebook can show these bytes instead of letting its
+    display hook lay the figure out twice for a tight bounding box)."""
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=DPI)
+    return buffer.getvalue()
+
+
 def write_png(fig: Figure, path: str | Path) -> None:
     """Render ``fig`` as PNG and replace ``path`` atomically (never through a symlink), so a
     reader never sees half an image and a failed render leaves the old file."""
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI)
+    data = png_bytes(fig)
     target = Path(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
@@ -164,7 +171,7 @@ def write_png(fig: Figure, path: str | Path) -> None:
         raise OSError(err.errno, err.strerror, str(target)) from None
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(buffer.getvalue())
+            handle.write(data)
         os.replace(tmp, target)
     except OSError as err:
         Path(tmp).unlink(missing_ok=True)
