@@ -1,16 +1,25 @@
 # Two commands set everything up on a fresh machine: `make demo` and `make test`.
+# `make notebooks` adds JupyterLab and re-executes every notebook in place, outputs kept.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+NOTEBOOKS_STAMP := $(VENV)/.notebooks-installed
 
-.PHONY: demo test lint format clean
+.PHONY: demo test lint format clean notebooks
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+$(NOTEBOOKS_STAMP): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,notebooks]'
+	touch $(NOTEBOOKS_STAMP)
+
+notebooks: $(NOTEBOOKS_STAMP)
+	$(BIN)/python notebooks/execute.py
 
 demo: $(STAMP)
 	$(BIN)/vcopt show instances/demo.yaml

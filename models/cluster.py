@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from .gpu import GpuDevice
 from .resources import EMPTY, NVIDIA_GPU, Resources
+from .vocabulary import DEVICE_CORDON
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
@@ -42,6 +43,12 @@ class Node:
     def pod_capacity(self) -> int:
         """Maximum pods; Kubernetes' default of 110 when ``pods`` is not allocatable."""
         return self.allocatable.get("pods", 110)
+
+    @property
+    def cordoned_gpus(self) -> frozenset[str]:
+        """Ids of the devices HAMi's ``hami.io/device-cordon`` annotation takes out of use."""
+        tokens = self.annotations.get(DEVICE_CORDON, "").split(",")
+        return frozenset(t.strip() for t in tokens if t.strip())
 
     def device(self, device_id: str) -> GpuDevice | None:
         for dev in self.gpus:

@@ -17,9 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import Diagnostics
+from .golang import parse_go_bool
 from .quantity import QuantityError, parse_quantity
+from .resources import NVIDIA_GPU
+from .vocabulary import NOUSE_GPU_TYPE, USE_GPU_TYPE
 
-HAMI_COUNT = "nvidia.com/gpu"
+HAMI_COUNT = NVIDIA_GPU
 HAMI_MEMORY = "nvidia.com/gpumem"
 HAMI_MEMORY_PERCENTAGE = "nvidia.com/gpumem-percentage"
 HAMI_CORES = "nvidia.com/gpucores"
@@ -33,17 +36,11 @@ _VOLCANO_NAMES = (VOLCANO_COUNT, VOLCANO_MEMORY, VOLCANO_MEMORY_PERCENTAGE, VOLC
 GPU_RESOURCE_NAMES: frozenset[str] = frozenset(_HAMI_NAMES + _VOLCANO_NAMES)
 """Every container resource name read as a GPU request, HAMi's and Volcano's (§1.1, §1.5)."""
 
-HAMI_REGISTER_ANNOTATION = "hami.io/node-nvidia-register"
-VOLCANO_REGISTER_ANNOTATION = "volcano.sh/node-vgpu-register"
-HAMI_ALLOCATION_ANNOTATION = "hami.io/vgpu-devices-to-allocate"
-
 DEVICE_MODES = ("hami-core", "mig", "mps")
 DEFAULT_SPLIT = 10
 """HAMi's ``deviceSplitCount`` default: time-slice slots per physical GPU (§1.1)."""
 FULL_CORES = 100
 _INT32_MAX = 2**31 - 1
-_GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-_GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
 
 @dataclass(frozen=True)
@@ -172,11 +169,10 @@ def _text_int(i: int, name: str, raw: str) -> int:
 
 def _text_bool(i: int, raw: str) -> bool:
     """Go's ``strconv.ParseBool`` vocabulary, which the device plugins' decoders use."""
-    if raw in _GO_TRUE:
-        return True
-    if raw in _GO_FALSE:
-        return False
-    raise ValueError(f"device {i}: health {raw!r} is not a boolean")
+    parsed = parse_go_bool(raw)
+    if parsed is None:
+        raise ValueError(f"device {i}: health {raw!r} is not a boolean")
+    return parsed
 
 
 def _parse_hami_text_entry(i: int, entry: str) -> GpuDevice:
@@ -466,8 +462,8 @@ def gpu_filter(annotations: Mapping[str, str]) -> GpuFilter:
 
     mode_key = either("nvidia.com/vgpu-mode", "volcano.sh/vgpu-mode")
     return GpuFilter(
-        use_types=_tokens(annotations, "nvidia.com/use-gputype", trim=False),
-        nouse_types=_tokens(annotations, "nvidia.com/nouse-gputype", trim=False),
+        use_types=_tokens(annotations, USE_GPU_TYPE, trim=False),
+        nouse_types=_tokens(annotations, NOUSE_GPU_TYPE, trim=False),
         use_uuids=_tokens(
             annotations,
             either("nvidia.com/use-gpuuuid", "volcano.sh/vgpu-use-gpuuuid"),

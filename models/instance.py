@@ -2,25 +2,28 @@
 
 An :class:`Instance` is what ``models.load`` returns for either input form. It holds the
 objects as the user wrote them (after defaults) and computes the derived structures (HyperNode
-tree, queue tree, indexes) once, on first use.
+tree, queue tree, indexes) once, on first use. Its cross-object rules live here too
+(:func:`validate_instance`), so that every way of building one, a file of either form or a
+what-if variant, is checked by the same code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, tzinfo
 from functools import cached_property
 from zoneinfo import ZoneInfo
 
 from .cluster import Node
-from .errors import Diagnostics, Problem
-from .queues import Queue, QueueTree
+from .errors import Diagnostics, Problem, obj_name
+from .gpu import GpuDevice, validate_device
+from .queues import ROOT, Queue, QueueTree, children_in_tree, validate_queues
 from .resources import Resources
 from .scheduler_conf import HELM_DEFAULT, SchedulerConf
-from .tdm import TdmConfig
-from .topology import HyperNode, Topology
-from .workload import Job, Pod
+from .tdm import TDM_PLUGIN, ZONE_ARG_PREFIX, ZONE_LABEL, TdmConfig, configured_zones, node_zone
+from .topology import HyperNode, Topology, tiers_by_name, validate_hypernodes
+from .workload import DeviceShare, Job, Pod, Task, validate_job
 
 
 @dataclass(frozen=True)
@@ -47,8 +50,15 @@ class Instance:
             object.__setattr__(self, name, value)
 
     def replace(self, **changes: object) -> Instance:
-        """A modified copy (derived structures are recomputed on the copy)."""
+        """A modified copy (derived structures are recomputed on the copy); not checked, see
+        :meth:`validated`."""
         return replace(self, **changes)  # type: ignore[arg-type]
+
+    def validated(self, file: str = "") -> Instance:
+        """This instance, if it keeps every rule of :func:`validate_instance`; otherwise raises
+        :class:`~models.errors.InputError` with all the problems, attributed to ``file``."""
+        validate_instance(self).raise_if_errors(file)
+        return self
 
     @cached_property
     def tz(self) -> tzinfo:
@@ -65,7 +75,7 @@ class Instance:
     @cached_property
     def tdm(self) -> TdmConfig | None:
         """The TDM configuration when the ``tdm`` plugin is configured."""
-        plugin = self.scheduler.plugin("tdm")
+        plugin = self.scheduler.plugin(TDM_PLUGIN)
         if plugin is None:
             return None
         return TdmConfig.from_arguments(plugin.arguments, "scheduler", Diagnostics())
@@ -86,6 +96,15 @@ class Instance:
     def pod_by_key(self) -> Mapping[str, Pod]:
         return {p.key: p for p in self.pods}
 
+    def hard_topology_limit(self, job: Job) -> int | None:
+        """The tier all of ``job``'s bound pods must stay within, or None when nothing limits
+        them: a hard spec with a resolved tier, and the ``network-topology-aware`` plugin
+        configured (§9.6)."""
+        spec = job.network_topology
+        if spec is None or not self.scheduler.enforces_topology:
+            return None
+        return spec.hard_tier
+
     @cached_property
     def total_allocatable(self) -> Resources:
         """Σ allocatable over all nodes (Volcano ``ssn.TotalResource``)."""
@@ -93,3 +112,231 @@ class Instance:
         for node in self.nodes:
             total = total + node.allocatable
         return total
+
+
+# -- cross-object validation ------------------------------------------------------------------
+
+
+def validate_instance(
+    instance: Instance,
+    *,
+    written_as: Mapping[str, str] | None = None,
+    unread_gpus: Collection[str] = (),
+) -> Diagnostics:
+    """Every rule that relates the objects of ``instance`` to each other, plus the per-object
+    rules a modified copy can break, collected rather than raised.
+
+    Whichever way an instance is built (either file form, or a what-if variant), these rules
+    are checked here: references (jobs to queues, running pods to tasks, nodes and devices),
+    duplicates, the HyperNode tree, the queue webhooks and leaf-only jobs, gang sizes and
+    topology limits, what running pods hold on their GPUs, and the TDM configuration and zones.
+
+    A reader that knows more about how objects were written says so: ``written_as`` maps a node
+    to the object that wrote it (a ``NodeGroup``), so a problem of the group is reported once;
+    ``unread_gpus`` lists nodes whose device inventory is already reported as unreadable.
+    """
+    diag = Diagnostics()
+    first_nodes: dict[str, Node] = {}
+    for node in instance.nodes:
+        if node.name in first_nodes:
+            diag.error(obj_name("Node", node.name), "name", "duplicate node name")
+        first_nodes.setdefault(node.name, node)
+    labels = {name: node.labels for name, node in first_nodes.items()}
+    validate_hypernodes(instance.hypernodes, labels, diag)
+    _check_jobs(instance, first_nodes, frozenset(unread_gpus), diag)
+    _check_queues(instance, diag)
+    _check_tdm(instance, written_as or {}, diag)
+    return diag
+
+
+def _check_jobs(
+    instance: Instance, nodes: Mapping[str, Node], unread_gpus: frozenset[str], diag: Diagnostics
+) -> None:
+    tier_names = tiers_by_name(instance.hypernodes)
+    devices = _DeviceUse(unread_gpus)
+    seen: set[str] = set()
+    for job in instance.jobs:
+        obj = obj_name("Job", job.name, job.namespace)
+        if job.key in seen:
+            diag.error(obj, "name", "duplicate job name in namespace")
+        seen.add(job.key)
+        validate_job(job, diag)
+        _check_running(job, obj, nodes, devices, diag)
+        spec = job.network_topology
+        name = spec.highest_tier_name if spec is not None else None
+        if name is not None and name not in tier_names:
+            diag.warn(
+                obj,
+                "networkTopology.highestTierName",
+                f'no HyperNode has tierName "{name}"; Volcano ignores the limit',
+            )
+
+
+def _check_running(
+    job: Job, obj: str, nodes: Mapping[str, Node], devices: _DeviceUse, diag: Diagnostics
+) -> None:
+    """Each running pod names a task of the job, an index below its replicas (once), a node
+    that exists and devices of that node it could hold."""
+    tasks: dict[str, Task] = {}
+    for task in job.tasks:
+        tasks.setdefault(task.name, task)
+    seen: set[tuple[str, int]] = set()
+    for i, pod in enumerate(job.running):
+        field = f"running[{i}]"
+        task = tasks.get(pod.task)
+        if task is None:
+            if not pod.task and len(tasks) > 1:
+                diag.error(obj, f"{field}.task", "required when the job has several tasks")
+            else:
+                diag.error(obj, f"{field}.task", f'task "{pod.task}" does not exist in this job')
+            continue
+        if pod.index >= task.replicas:
+            diag.error(
+                obj,
+                f"{field}.index",
+                f"{pod.index} is not below the task's {task.replicas} replicas",
+            )
+        if (pod.task, pod.index) in seen:
+            diag.error(obj, f"{field}.index", f"pod {pod.task}[{pod.index}] is listed twice")
+        seen.add((pod.task, pod.index))
+        node = nodes.get(pod.node)
+        if node is None:
+            diag.error(obj, f"{field}.node", f'node "{pod.node}" does not exist')
+            continue
+        nested = len(pod.gpus) > 1
+        for c, container in enumerate(pod.gpus):
+            for d, share in enumerate(container):
+                path = f"{field}.gpus[{c}][{d}]" if nested else f"{field}.gpus[{d}]"
+                devices.book(node, share, obj, path, diag)
+        if task.gpu and not pod.gpus and node.gpus:
+            diag.warn(
+                obj,
+                f"{field}.gpus",
+                "a running GPU pod without devices holds none of its node's GPUs in vcopt's "
+                "accounting; list the devices it uses",
+            )
+
+
+class _DeviceUse:
+    """What the running pods read so far hold on each device.
+
+    HAMi never books more memory, cores or time-slices than a device has, so a snapshot that
+    does describes no real cluster. Devices that are themselves invalid, and nodes whose
+    inventory could not be read, are already reported and are not judged again.
+    """
+
+    def __init__(self, unread_gpus: frozenset[str]) -> None:
+        self.unread_gpus = unread_gpus
+        self.used: dict[tuple[str, str], list[int]] = {}
+        """(node, GPU id) → [memory, cores, pods]."""
+        self.valid: dict[tuple[str, str], bool] = {}
+
+    def book(self, node: Node, share: DeviceShare, obj: str, path: str, diag: Diagnostics) -> None:
+        if node.name in self.unread_gpus:
+            return
+        dev = node.device(share.id)
+        if dev is None:
+            diag.error(obj, f"{path}.id", f'node "{node.name}" has no GPU "{share.id}"')
+            return
+        if not self._valid(node.name, dev):
+            return
+        used = self.used.setdefault((node.name, dev.id), [0, 0, 0])
+        limits = (
+            ("memory", share.memory, dev.memory, " MiB"),
+            ("cores", share.cores, dev.cores, ""),
+        )
+        for slot, (key, amount, limit, unit) in enumerate(limits):
+            if amount < 0:
+                diag.error(obj, f"{path}.{key}", f"must not be negative, got {amount}")
+                continue
+            if amount > limit:
+                diag.error(
+                    obj,
+                    f"{path}.{key}",
+                    f"{amount}{unit} exceeds the {limit}{unit} of GPU {dev.id} on {node.name}",
+                )
+                continue
+            if used[slot] + amount > limit:
+                diag.error(
+                    obj,
+                    f"{path}.{key}",
+                    f"{amount}{unit} and the {used[slot]}{unit} that pods listed earlier hold "
+                    f"on GPU {dev.id} ({node.name}) together exceed its {limit}{unit}",
+                )
+            used[slot] += amount
+        used[2] += 1
+        if used[2] > dev.count:
+            diag.error(
+                obj,
+                f"{path}.id",
+                f"GPU {dev.id} on {node.name} has {dev.count} time-slices, and this pod would "
+                f"be number {used[2]} on it",
+            )
+
+    def _valid(self, node: str, dev: GpuDevice) -> bool:
+        key = (node, dev.id)
+        if key not in self.valid:
+            probe = Diagnostics()
+            validate_device(dev, "", "", probe)
+            self.valid[key] = not probe.errors
+        return self.valid[key]
+
+
+def _check_queues(instance: Instance, diag: Diagnostics) -> None:
+    """The queue webhooks' rules, and that every job sits in an existing leaf queue."""
+    validate_queues(instance.queues, {}, diag)
+    names = {q.name for q in instance.queues}
+    children = children_in_tree(instance.queues)
+    for job in instance.jobs:
+        obj = obj_name("Job", job.name, job.namespace)
+        if job.queue not in names and job.queue != ROOT:
+            diag.error(obj, "queue", f'queue "{job.queue}" does not exist')
+        elif children.get(job.queue):
+            diag.error(
+                obj,
+                "queue",
+                f'queue "{job.queue}" is not a leaf queue (child queues: '
+                f"{', '.join(children[job.queue])}); Volcano only schedules jobs of leaf "
+                "queues",
+            )
+
+
+def _check_tdm(instance: Instance, written_as: Mapping[str, str], diag: Diagnostics) -> None:
+    """The tdm plugin's arguments, and that every node's revocable zone has a window.
+
+    A zone whose window is malformed counts as configured here: its argument is already
+    reported, and the nodes in it are not wrong. Nodes written as one entry (a node group)
+    are reported once.
+    """
+    position = instance.scheduler.plugin_position(TDM_PLUGIN)
+    configured: set[str] = set()
+    if position is not None:
+        tier, index = position
+        plugin = instance.scheduler.tiers[tier][index]
+        path = f"scheduler.tiers[{tier}].plugins[{index}]"
+        local = Diagnostics()
+        TdmConfig.from_arguments(plugin.arguments, obj_name("Instance", instance.name), local)
+        diag.errors.extend(Problem(p.message, p.obj, f"{path}.{p.field}") for p in local.errors)
+        for w in local.warnings:
+            diag.warn(w.obj, f"{path}.{w.field}", w.message)
+        configured = set(configured_zones(plugin.arguments))
+    reported: set[tuple[str, str]] = set()
+    for node in instance.nodes:
+        zone = node_zone(node.labels)
+        obj = written_as.get(node.name) or obj_name("Node", node.name)
+        if not zone or zone in configured or (obj, zone) in reported:
+            continue
+        reported.add((obj, zone))
+        if position is not None:
+            diag.error(
+                obj,
+                f"labels.{ZONE_LABEL}",
+                f'revocable zone "{zone}" is not configured: the tdm plugin has no '
+                f"{ZONE_ARG_PREFIX}{zone} argument",
+            )
+        else:
+            diag.warn(
+                obj,
+                f"labels.{ZONE_LABEL}",
+                "the tdm plugin is not configured, so this label has no effect",
+            )

@@ -18,6 +18,8 @@ from .errors import Diagnostics, obj_name
 from .resources import CPU, EMPTY, INFINITE, MEMORY, Resources, format_amount
 
 ROOT = "root"
+DEFAULT_QUEUE = "default"
+"""The queue Volcano creates and puts jobs in that name no queue."""
 OPEN = "Open"
 CLOSED = "Closed"
 STATES = (OPEN, CLOSED)
@@ -179,22 +181,7 @@ def _shape(queues: Sequence[Queue], diag: Diagnostics) -> _Shape:
         else:
             by_name[q.name] = q
     by_name.setdefault(ROOT, Queue(ROOT))
-
-    declared: dict[str, str] = {}
-    for name, q in by_name.items():
-        parent = q.parent or ROOT
-        if name == ROOT:
-            if parent != ROOT:
-                diag.error(
-                    _obj(name), "parent", f'the root queue cannot have a parent, got "{parent}"'
-                )
-        elif parent == name:
-            diag.error(_obj(name), "parent", "a queue cannot be its own parent")
-        elif parent not in by_name:
-            diag.error(_obj(name), "parent", f'parent queue "{parent}" does not exist')
-        else:
-            declared[name] = parent
-
+    declared = _declared_parents(by_name, diag)
     position = {name: index for index, name in enumerate(by_name)}
     reaches_root: dict[str, bool] = {ROOT: True}
     for name in by_name:
@@ -213,6 +200,25 @@ def _shape(queues: Sequence[Queue], diag: Diagnostics) -> _Shape:
             reaches_root[member] = verdict
     parents = {name: parent for name, parent in declared.items() if reaches_root[name]}
     return _Shape({n: q for n, q in by_name.items() if n == ROOT or n in parents}, parents)
+
+
+def _declared_parents(by_name: Mapping[str, Queue], diag: Diagnostics) -> dict[str, str]:
+    """Each queue's parent as declared, for the links that name an existing other queue."""
+    declared: dict[str, str] = {}
+    for name, q in by_name.items():
+        parent = q.parent or ROOT
+        if name == ROOT:
+            if parent != ROOT:
+                diag.error(
+                    _obj(name), "parent", f'the root queue cannot have a parent, got "{parent}"'
+                )
+        elif parent == name:
+            diag.error(_obj(name), "parent", "a queue cannot be its own parent")
+        elif parent not in by_name:
+            diag.error(_obj(name), "parent", f'parent queue "{parent}" does not exist')
+        else:
+            declared[name] = parent
+    return declared
 
 
 def _report_cycle(cycle: list[str], position: Mapping[str, int], diag: Diagnostics) -> None:
@@ -266,6 +272,19 @@ def validate_queues(
                 f"{jobs} job(s) are in this queue, but only leaf queues may hold jobs "
                 f"(children: {', '.join(tree.children(name))})",
             )
+
+
+def children_in_tree(queues: Sequence[Queue]) -> dict[str, list[str]]:
+    """Each queue's children, counting only queues whose parent chain reaches root.
+
+    A queue cut off by a missing parent or a cycle is already reported by
+    :func:`validate_queues`; leaving it out keeps one broken link from also making its parent
+    look like a non-leaf.
+    """
+    children: dict[str, list[str]] = {}
+    for name, parent in _shape(queues, Diagnostics()).parents.items():
+        children.setdefault(parent, []).append(name)
+    return children
 
 
 def _check_fields(q: Queue, diag: Diagnostics) -> None:

@@ -13,8 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .errors import Diagnostics
+from .vocabulary import NETWORK_TOPOLOGY_PLUGIN, helm_default_scheduler
 
 KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle")
+EVICTING_ACTIONS = ("preempt", "reclaim")
 OTHER_ACTIONS = ("gangpreempt", "gangreclaim")
 MODELLED_PLUGINS = frozenset(
     {
@@ -30,7 +32,7 @@ MODELLED_PLUGINS = frozenset(
         "overcommit",
         "tdm",
         "deviceshare",
-        "network-topology-aware",
+        NETWORK_TOPOLOGY_PLUGIN,
     }
 )
 
@@ -128,6 +130,26 @@ class SchedulerConf:
 
     def has(self, name: str) -> bool:
         return self.plugin(name) is not None
+
+    def plugin_position(self, name: str) -> tuple[int, int] | None:
+        """(tier, index in the tier) of the first entry of plugin ``name``, for messages."""
+        for t, tier in enumerate(self.tiers):
+            for p, option in enumerate(tier):
+                if option.name == name:
+                    return t, p
+        return None
+
+    @property
+    def evicts(self) -> bool:
+        """Whether an action that evicts running pods is configured (TDM evicts on its own)."""
+        return any(action in EVICTING_ACTIONS for action in self.actions)
+
+    @property
+    def enforces_topology(self) -> bool:
+        """Whether hard network topology is enforced: only with ``network-topology-aware``
+        configured (volcano-scheduler.md §4.3, §9.6); without it the only gradient is the
+        cluster top."""
+        return self.has(NETWORK_TOPOLOGY_PLUGIN)
 
     def hierarchy(self) -> bool:
         """Hierarchical capacity (``capacity`` with ``enableHierarchy: true``)."""
@@ -243,33 +265,7 @@ def parse_scheduler_conf(
     actions = _actions(
         raw.get("actions", "enqueue, allocate, backfill"), obj, _at(field, "actions"), diag
     )
-    tiers: list[tuple[PluginOption, ...]] = []
-    raw_tiers = raw.get("tiers") or []
-    if not isinstance(raw_tiers, Sequence) or isinstance(raw_tiers, str):
-        diag.error(obj, _at(field, "tiers"), "must be a list of {plugins: [...]}")
-        raw_tiers = []
-    paths: dict[str, str] = {}
-    """Each plugin's first entry → its path, for messages about combinations."""
-    for t, tier in enumerate(raw_tiers):
-        tier_path = _at(field, f"tiers[{t}]")
-        if not isinstance(tier, Mapping) or set(tier) - {"plugins"}:
-            diag.error(obj, tier_path, "a tier must be a mapping with only 'plugins'")
-            continue
-        plugins = tier.get("plugins") or []
-        if not isinstance(plugins, Sequence) or isinstance(plugins, str):
-            diag.error(obj, f"{tier_path}.plugins", "must be a list")
-            continue
-        options = []
-        for p, entry in enumerate(plugins):
-            path = f"{tier_path}.plugins[{p}]"
-            option = _plugin(entry, obj, path, diag)
-            if option is None:
-                continue
-            if option.name in paths:
-                diag.warn(obj, f"{path}.name", f"plugin {option.name!r} is listed twice")
-            paths.setdefault(option.name, path)
-            options.append(option)
-        tiers.append(tuple(options))
+    tiers, paths = _tiers(raw.get("tiers") or [], obj, _at(field, "tiers"), diag)
     if "proportion" in paths and "capacity" in paths:
         later = max(paths["proportion"], paths["capacity"], key=_position)
         diag.error(
@@ -279,7 +275,7 @@ def parse_scheduler_conf(
         )
     conf = SchedulerConf(
         actions,
-        tuple(tiers),
+        tiers,
         _configurations(raw.get("configurations"), obj, _at(field, "configurations"), diag),
     )
     drf = conf.plugin("drf")
@@ -291,6 +287,45 @@ def parse_scheduler_conf(
             "configuration)",
         )
     return conf
+
+
+def _tiers(
+    raw: object, obj: str, path: str, diag: Diagnostics
+) -> tuple[tuple[tuple[PluginOption, ...], ...], dict[str, str]]:
+    """The plugin tiers, and each plugin's first entry → its path (for messages about
+    combinations). A tier that cannot be read keeps its place, empty, so that the tiers after
+    it keep their positions."""
+    if not isinstance(raw, Sequence) or isinstance(raw, str):
+        diag.error(obj, path, "must be a list of {plugins: [...]}")
+        return (), {}
+    tiers: list[tuple[PluginOption, ...]] = []
+    paths: dict[str, str] = {}
+    for t, tier in enumerate(raw):
+        tier_path = f"{path}[{t}]"
+        options = []
+        for p, entry in enumerate(_tier_entries(tier, obj, tier_path, diag)):
+            entry_path = f"{tier_path}.plugins[{p}]"
+            option = _plugin(entry, obj, entry_path, diag)
+            if option is None:
+                continue
+            if option.name in paths:
+                diag.warn(obj, f"{entry_path}.name", f"plugin {option.name!r} is listed twice")
+            paths.setdefault(option.name, entry_path)
+            options.append(option)
+        tiers.append(tuple(options))
+    return tuple(tiers), paths
+
+
+def _tier_entries(tier: object, obj: str, path: str, diag: Diagnostics) -> Sequence[object]:
+    """The plugin entries of one tier; none when the tier cannot be read."""
+    if not isinstance(tier, Mapping) or set(tier) - {"plugins"}:
+        diag.error(obj, path, "a tier must be a mapping with only 'plugins'")
+        return ()
+    plugins = tier.get("plugins") or []
+    if not isinstance(plugins, Sequence) or isinstance(plugins, str):
+        diag.error(obj, f"{path}.plugins", "must be a list")
+        return ()
+    return plugins
 
 
 def _position(path: str) -> tuple[int, ...]:
@@ -322,27 +357,6 @@ def _configurations(
     return out
 
 
-def _helm_default() -> SchedulerConf:
-    no_preempt = {"Preemptable": False}
-    return SchedulerConf(
-        actions=("enqueue", "allocate", "backfill"),
-        tiers=(
-            (
-                PluginOption("priority"),
-                PluginOption("gang", no_preempt),
-                PluginOption("conformance"),
-            ),
-            (
-                PluginOption("overcommit"),
-                PluginOption("drf", no_preempt),
-                PluginOption("predicates"),
-                PluginOption("proportion"),
-                PluginOption("nodeorder"),
-                PluginOption("binpack"),
-            ),
-        ),
-    )
-
-
-HELM_DEFAULT = _helm_default()
-"""``installer/helm/chart/volcano/config/volcano-scheduler.conf``."""
+HELM_DEFAULT = parse_scheduler_conf(helm_default_scheduler(), "", Diagnostics())
+"""``installer/helm/chart/volcano/config/volcano-scheduler.conf``: what an omitted
+configuration means."""

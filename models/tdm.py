@@ -20,12 +20,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
-from fractions import Fraction
 
 from .errors import Diagnostics
+from .golang import parse_go_bool, parse_go_duration
+from .vocabulary import PREEMPTABLE, REVOCABLE_ZONE
 
-ZONE_LABEL = "volcano.sh/revocable-zone"
-PREEMPTABLE = "volcano.sh/preemptable"
+ZONE_LABEL = REVOCABLE_ZONE
+TDM_PLUGIN = "tdm"
 ZONE_ARG_PREFIX = "tdm.revocable-zone."
 EVICT_PERIOD_ARG = "tdm.evict.period"
 LAST_EVICT_ARG = "vcopt.lastEvictAt"
@@ -240,6 +241,13 @@ class TdmConfig:
         return window is not None and window_active(window, now, tz, faithful=faithful)
 
 
+def configured_zones(arguments: Mapping[str, object]) -> list[str]:
+    """The zones the plugin arguments name a window for, well-formed or not."""
+    return [
+        key.removeprefix(ZONE_ARG_PREFIX) for key in arguments if key.startswith(ZONE_ARG_PREFIX)
+    ]
+
+
 def parse_last_evict_at(value: object, obj: str, diag: Diagnostics) -> datetime | None:
     """The ``vcopt.lastEvictAt`` argument: an RFC 3339 instant with a UTC offset."""
     if value is None:
@@ -303,19 +311,6 @@ def _preemptable(
     return default
 
 
-_GO_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-_GO_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
-
-
-def parse_go_bool(text: str) -> bool | None:
-    """Go's ``strconv.ParseBool``; ``None`` where Go returns an error (so callers can warn)."""
-    if text in _GO_TRUE:
-        return True
-    if text in _GO_FALSE:
-        return False
-    return None
-
-
 def max_evictable(
     annotations: Mapping[str, str], total_tasks: int, running: int, finished: int
 ) -> int:
@@ -339,6 +334,12 @@ def max_evictable(
         if running >= required:
             return running - required
     return DEFAULT_EVICT_NUM
+
+
+def has_disruption_budget(annotations: Mapping[str, str]) -> bool:
+    """Whether a PodGroup sets a disruption budget: a non-empty value under any spelling of
+    maxUnavailable or minAvailable (an empty one counts as unset, as in Volcano)."""
+    return any(annotations.get(key) for key in (*MAX_UNAVAILABLE_KEYS, *MIN_AVAILABLE_KEYS))
 
 
 def extract_budget(annotations: Mapping[str, str]) -> Mapping[str, str]:
@@ -375,52 +376,3 @@ def _int_or_percent(text: str, total: int) -> int:
     if number != text and _GO_INT.fullmatch(number):
         return -(-int(number) * total // 100)
     return 0
-
-
-_DURATION_UNITS_NS = {
-    "ns": 1,
-    "us": 10**3,
-    "µs": 10**3,  # U+00B5 micro sign
-    "μs": 10**3,  # U+03BC Greek mu
-    "ms": 10**6,
-    "s": 10**9,
-    "m": 60 * 10**9,
-    "h": 3600 * 10**9,
-}
-_DURATION_PART = re.compile(r"([0-9]*)(?:\.([0-9]*))?([^0-9.]*)")
-_MAX_DURATION_NS = 2**63 - 1
-
-
-def parse_go_duration(text: str) -> timedelta:
-    """Go's ``time.ParseDuration`` (``1m``, ``30s``, ``1h30m``, ``500ms``, ``-1.5h``, ``0``).
-
-    Like Go, a unit is required except for a bare ``0``, and magnitudes beyond int64 nanoseconds
-    are rejected. The result has the microsecond resolution of :class:`timedelta`: sub-microsecond
-    parts are truncated toward zero.
-    """
-    rest = text[1:] if text[:1] in ("+", "-") else text
-    negative = text[:1] == "-"
-    if rest == "0":
-        return timedelta(0)
-    if not rest:
-        raise ValueError(f"{text!r} is not a duration (expected e.g. 1m, 30s, 1h30m, 500ms)")
-    total_ns = Fraction(0)
-    position = 0
-    while position < len(rest):
-        part = _DURATION_PART.match(rest, position)
-        assert part is not None  # every group may be empty, so the pattern always matches
-        whole, fraction, unit = part.groups()
-        if not whole and not fraction:
-            raise ValueError(f"{text!r} is not a duration (expected e.g. 1m, 30s, 1h30m, 500ms)")
-        if unit not in _DURATION_UNITS_NS:
-            raise ValueError(f"{text!r}: unknown unit {unit!r} (use ns, us, ms, s, m or h)")
-        value = Fraction(int(whole or "0"))
-        if fraction:
-            value += Fraction(int(fraction), 10 ** len(fraction))
-        total_ns += value * _DURATION_UNITS_NS[unit]
-        position = part.end()
-    nanoseconds = int(total_ns)
-    if nanoseconds > _MAX_DURATION_NS + negative:
-        raise ValueError(f"{text!r} is out of range (Go durations stop near 292 years)")
-    microseconds = nanoseconds // 1000
-    return timedelta(microseconds=-microseconds if negative else microseconds)

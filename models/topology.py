@@ -20,16 +20,11 @@ import networkx as nx
 import re2
 
 from .errors import Diagnostics, obj_name
+from .selectors import LabelSelector, validate_label_selector
 
 NODE = "Node"
 HYPERNODE = "HyperNode"
 MEMBER_TYPES = (NODE, HYPERNODE)
-
-IN = "In"
-NOT_IN = "NotIn"
-EXISTS = "Exists"
-DOES_NOT_EXIST = "DoesNotExist"
-LABEL_OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST)
 
 MAX_NAME_LENGTH = 253
 QUALIFIED_NAME_MAX_LENGTH = 63
@@ -59,67 +54,6 @@ def _compile(pattern: str) -> re2._Regexp | str:
 
 
 _RFC1123 = re2.compile(RFC1123_SUBDOMAIN, _re2_options())
-
-
-@dataclass(frozen=True)
-class LabelRequirement:
-    """One metav1.LabelSelectorRequirement: ``key`` related to ``values`` by ``operator``."""
-
-    key: str
-    operator: str
-    values: tuple[str, ...] = ()
-
-    def problem(self) -> tuple[str, str] | None:
-        """(field, message) of what makes Kubernetes refuse this requirement, or None if valid."""
-        if self.operator not in LABEL_OPERATORS:
-            allowed = ", ".join(LABEL_OPERATORS)
-            return "operator", f'must be one of {allowed}, got "{self.operator}"'
-        if self.operator in (IN, NOT_IN) and not self.values:
-            return "values", f"must be non-empty for operator {self.operator}"
-        if self.operator in (EXISTS, DOES_NOT_EXIST) and self.values:
-            return "values", f"must be empty for operator {self.operator}"
-        return None
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        """Kubernetes semantics: NotIn and DoesNotExist also hold when the key is absent."""
-        if self.operator == IN:
-            return self.key in labels and labels[self.key] in self.values
-        if self.operator == NOT_IN:
-            return self.key not in labels or labels[self.key] not in self.values
-        if self.operator == EXISTS:
-            return self.key in labels
-        if self.operator == DOES_NOT_EXIST:
-            return self.key not in labels
-        return False
-
-
-@dataclass(frozen=True)
-class LabelSelector:
-    """A metav1.LabelSelector; generic, so node affinity and pod selectors can use it too."""
-
-    match_labels: tuple[tuple[str, str], ...] = ()
-    match_expressions: tuple[LabelRequirement, ...] = ()
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        """All matchLabels and all expressions hold; an empty selector matches everything.
-
-        An invalid requirement makes the whole selector match nothing, because Kubernetes
-        (``LabelSelectorAsSelector``) refuses to build it and Volcano then selects no member.
-        """
-        if any(req.problem() for req in self.match_expressions):
-            return False
-        return all(k in labels and labels[k] == v for k, v in self.match_labels) and all(
-            req.matches(labels) for req in self.match_expressions
-        )
-
-
-def validate_label_selector(sel: LabelSelector, obj: str, field: str, diag: Diagnostics) -> None:
-    """Record what Kubernetes would refuse in ``sel``; ``field`` is the selector's own path."""
-    for i, req in enumerate(sel.match_expressions):
-        problem = req.problem()
-        if problem is not None:
-            sub, message = problem
-            diag.error(obj, f"{field}.matchExpressions[{i}].{sub}", message)
 
 
 @dataclass(frozen=True)
@@ -327,6 +261,16 @@ def _warn_unmatched(
             diag.warn(obj_name(HYPERNODE, hn.name), field_path, message)
 
 
+def tiers_by_name(hypernodes: Iterable[HyperNode]) -> dict[str, int]:
+    """How ``highestTierName`` resolves: each ``tierName`` to the lowest tier that uses it
+    (volcano-scheduler.md §4.2); a name used at several tiers is warned about on its own."""
+    out: dict[str, int] = {}
+    for hn in hypernodes:
+        if hn.tier_name:
+            out[hn.tier_name] = min(hn.tier, out.get(hn.tier_name, hn.tier))
+    return out
+
+
 @dataclass(frozen=True)
 class _Edge:
     """``parent`` lists ``child`` through its member number ``index``."""
@@ -480,11 +424,6 @@ class Topology:
         for name in (*names, top):
             for node in real_nodes[name]:
                 containing[node].append(name)
-        tier_by_name: dict[str, int] = {}
-        for spec in specs.values():
-            if spec.tier_name:
-                known = tier_by_name.get(spec.tier_name, spec.tier)
-                tier_by_name[spec.tier_name] = min(known, spec.tier)
         return cls(
             names=names,
             _tier=MappingProxyType(tier),
@@ -502,7 +441,7 @@ class Topology:
                 }
             ),
             _tiers=tuple(sorted(set(tier.values()))),
-            _tier_by_name=MappingProxyType(tier_by_name),
+            _tier_by_name=MappingProxyType(tiers_by_name(specs.values())),
         )
 
     def tier(self, hn: str) -> int:

@@ -12,13 +12,18 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cached_property
 
+from .errors import Diagnostics, obj_name
+from .golang import parse_go_bool
 from .gpu import GpuFilter, GpuRequest
+from .queues import DEFAULT_QUEUE
 from .resources import EMPTY, Resources
-from .topology import LabelSelector
+from .selectors import LabelSelector
+from .vocabulary import DEFAULT_NAMESPACE, NUMA_BIND
 
-TASK_SPEC = "volcano.sh/task-spec"
 PENDING, INQUEUE, RUNNING = "Pending", "Inqueue", "Running"
 JOB_PHASES = (PENDING, INQUEUE, RUNNING, "Unknown", "Completed")
+PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
+TOLERATION_OPERATORS = ("Equal", "Exists")
 
 
 @dataclass(frozen=True)
@@ -39,13 +44,36 @@ class Toleration:
         return self.value == value
 
 
+HARD, SOFT = "hard", "soft"
+TOPOLOGY_MODES = (HARD, SOFT)
+
+
 @dataclass(frozen=True)
 class NetworkTopology:
     """PodGroup ``spec.networkTopology``; ``highest_tier`` may come from ``highestTierName``."""
 
-    mode: str = "hard"
+    mode: str = HARD
     highest_tier: int | None = None
     highest_tier_name: str | None = None
+
+    def search_limit(self, top_tier: int) -> int | None:
+        """The highest tier Volcano's HyperNode search may use for the job, or None when the
+        job takes the plain path (volcano-scheduler.md §4.2).
+
+        Volcano quirk (§9.6): soft mode is hard mode with the virtual top tier as the limit,
+        and hard mode without a (resolved) tier is not hard at all.
+        """
+        return top_tier if self.mode == SOFT else self.highest_tier
+
+    @property
+    def hard_tier(self) -> int | None:
+        """The tier every pod of the job must stay within: ``highestTierAllowed`` in hard mode.
+
+        None in soft mode (its limit, the virtual top, holds every node) and for a hard spec
+        without a resolved tier. Volcano enforces it only with the ``network-topology-aware``
+        plugin; :meth:`models.instance.Instance.hard_topology_limit` says both.
+        """
+        return self.highest_tier if self.mode == HARD else None
 
 
 @dataclass(frozen=True)
@@ -87,6 +115,12 @@ class Task:
         """Volcano BestEffort: an empty ``Resreq``; such pods are left to backfill."""
         return self.resources.is_empty()
 
+    @property
+    def numa_bind(self) -> bool:
+        """Whether each GPU container's devices must share one NUMA node (``nvidia.com/numa-bind``
+        parsed as Go's ``ParseBool``; anything else is false)."""
+        return bool(parse_go_bool(self.annotations.get(NUMA_BIND, "")))
+
 
 @dataclass(frozen=True)
 class RunningPod:
@@ -123,8 +157,8 @@ class Job:
     """One PodGroup and its pods."""
 
     name: str
-    namespace: str = "default"
-    queue: str = "default"
+    namespace: str = DEFAULT_NAMESPACE
+    queue: str = DEFAULT_QUEUE
     priority: int = 0
     priority_class: str = ""
     min_available: int = 1
@@ -178,3 +212,50 @@ class Job:
 
 def pod_name(job: str, task: str, index: int) -> str:
     return f"{job}-{task}-{index}"
+
+
+def validate_job(job: Job, diag: Diagnostics) -> None:
+    """Record what Volcano's webhooks and the Kubernetes API would refuse in one job alone:
+    gang sizes within the replicas, known enums, a topology mode and a non-negative tier.
+
+    Rules that relate the job to other objects (its queue, its running pods' nodes and
+    devices, other jobs) are :func:`models.instance.validate_instance`'s.
+    """
+    obj = obj_name("Job", job.name, job.namespace)
+    _validate_tasks(job.tasks, obj, diag)
+    replicas = job.replicas
+    if job.min_available < 0:
+        diag.error(obj, "minAvailable", "must not be negative")
+    elif job.min_available > replicas:
+        diag.error(
+            obj, "minAvailable", f"{job.min_available} is more than the job's {replicas} replicas"
+        )
+    for role, count in job.min_task_member.items():
+        if count < 0:
+            diag.error(obj, f"minTaskMember.{role}", "must not be negative")
+    if job.phase not in JOB_PHASES:
+        diag.error(obj, "phase", f"must be one of {', '.join(JOB_PHASES)}")
+    spec = job.network_topology
+    if spec is not None:
+        if spec.mode not in TOPOLOGY_MODES:
+            diag.error(obj, "networkTopology.mode", "must be hard or soft")
+        if spec.highest_tier is not None and spec.highest_tier < 0:
+            diag.error(obj, "networkTopology.highestTierAllowed", "must not be negative")
+
+
+def _validate_tasks(tasks: tuple[Task, ...], obj: str, diag: Diagnostics) -> None:
+    names: set[str] = set()
+    for i, task in enumerate(tasks):
+        field = f"tasks[{i}]"
+        if task.name in names:
+            diag.error(obj, f"{field}.name", f'duplicate task name "{task.name}"')
+        names.add(task.name)
+        if task.min_available is not None and not 0 <= task.min_available <= task.replicas:
+            diag.error(
+                obj, f"{field}.minAvailable", f"must be between 0 and replicas ({task.replicas})"
+            )
+        if task.preemption_policy not in PREEMPTION_POLICIES:
+            diag.error(obj, f"{field}.preemptionPolicy", "must be PreemptLowerPriority or Never")
+        for j, tol in enumerate(task.tolerations):
+            if tol.operator not in TOLERATION_OPERATORS:
+                diag.error(obj, f"{field}.tolerations[{j}].operator", "must be Equal or Exists")

@@ -73,11 +73,12 @@ class _Reader:
         self.tags: dict[str, str] = {}
         """Resolved tag of plain scalar texts seen so far: instances repeat a few thousand
         texts (keys, names, quantities) many times, and resolving one runs regexes."""
+        self.anchors: dict[str, tuple[int, object]] = {}
+        """Anchor → (expanded size, value) in the current document."""
 
     def read(self, text: str) -> list[object]:
         docs: list[object] = []
         stack: list[_Open] = []
-        anchors: dict[str, tuple[int, object]] = {}
         for event in yaml.parse(text, Loader=_Loader):
             kind = type(event)
             if kind is yaml.ScalarEvent:
@@ -85,33 +86,16 @@ class _Reader:
                 size = 1
                 self._count(1)
                 if event.anchor:
-                    anchors[event.anchor] = (1, value)
+                    self.anchors[event.anchor] = (1, value)
             elif kind is yaml.AliasEvent:
-                if any(frame.anchor == event.anchor for frame in stack):
-                    raise self._at(
-                        event, f"alias *{event.anchor} refers to a collection inside itself"
-                    )
-                if event.anchor not in anchors:
-                    raise self._at(
-                        event, f"alias *{event.anchor} names no anchor defined before it"
-                    )
-                size, value = anchors[event.anchor]
-                self._count(size)
+                size, value = self._alias(event, stack)
             elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-                if len(stack) >= MAX_DEPTH:
-                    raise self._at(event, f"nesting deeper than {MAX_DEPTH} levels")
-                if event.tag not in (None, "!", _MAP if kind is yaml.MappingStartEvent else _SEQ):
-                    self.building = False
-                self._count(1)
-                stack.append(_Open({} if kind is yaml.MappingStartEvent else [], event.anchor))
+                stack.append(self._open(event, len(stack)))
                 continue
             elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-                frame = stack.pop()
-                if frame.anchor:
-                    anchors[frame.anchor] = (frame.size, frame.value)
-                size, value = frame.size, frame.value
+                size, value = self._close(stack.pop())
             elif kind is yaml.DocumentStartEvent:
-                anchors = {}
+                self.anchors = {}
                 continue
             else:
                 continue
@@ -123,6 +107,30 @@ class _Reader:
             if self.building:
                 self._add(parent, value)
         return docs
+
+    def _alias(self, event: yaml.AliasEvent, stack: list[_Open]) -> tuple[int, object]:
+        """The size and value of what an alias repeats; never a collection still open."""
+        if any(frame.anchor == event.anchor for frame in stack):
+            raise self._at(event, f"alias *{event.anchor} refers to a collection inside itself")
+        if event.anchor not in self.anchors:
+            raise self._at(event, f"alias *{event.anchor} names no anchor defined before it")
+        size, value = self.anchors[event.anchor]
+        self._count(size)
+        return size, value
+
+    def _open(self, event: yaml.CollectionStartEvent, depth: int) -> _Open:
+        if depth >= MAX_DEPTH:
+            raise self._at(event, f"nesting deeper than {MAX_DEPTH} levels")
+        mapping = type(event) is yaml.MappingStartEvent
+        if event.tag not in (None, "!", _MAP if mapping else _SEQ):
+            self.building = False
+        self._count(1)
+        return _Open({} if mapping else [], event.anchor)
+
+    def _close(self, frame: _Open) -> tuple[int, object]:
+        if frame.anchor:
+            self.anchors[frame.anchor] = (frame.size, frame.value)
+        return frame.size, frame.value
 
     def _count(self, nodes: int) -> None:
         """Add ``nodes`` to the expanded size of the text; refuse it beyond the limit."""

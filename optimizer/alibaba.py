@@ -30,6 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from models.gpu import HAMI_CORES, HAMI_COUNT, HAMI_MEMORY_PERCENTAGE
+from models.queues import DEFAULT_QUEUE
+from models.vocabulary import API_VERSION, USE_GPU_TYPE, helm_default_scheduler
+
 from .greedy.nodes import nodes_to_find
 from .greedy.plugins.nodeorder import (
     LEAST_WEIGHTS,
@@ -205,42 +209,24 @@ def arrivals(
 # vcopt instance
 
 
-SCHEDULER_CONF: dict[str, Any] = {
-    "actions": "enqueue, allocate, backfill",
-    "tiers": [
+def _scheduler_conf() -> dict[str, Any]:
+    conf = helm_default_scheduler()
+    conf["tiers"][-1]["plugins"].append(
         {
-            "plugins": [
-                {"name": "priority"},
-                {"name": "gang", "enablePreemptable": False},
-                {"name": "conformance"},
-            ]
-        },
-        {
-            "plugins": [
-                {"name": "overcommit"},
-                {"name": "drf", "enablePreemptable": False},
-                {"name": "predicates"},
-                {"name": "proportion"},
-                {"name": "nodeorder"},
-                {"name": "binpack"},
-                {
-                    "name": "deviceshare",
-                    "arguments": {
-                        "deviceshare.VGPUEnable": True,
-                        "deviceshare.SchedulePolicy": "binpack",
-                    },
-                },
-            ]
-        },
-    ],
-}
+            "name": "deviceshare",
+            "arguments": {"deviceshare.VGPUEnable": True, "deviceshare.SchedulePolicy": "binpack"},
+        }
+    )
+    return conf
+
+
+SCHEDULER_CONF: dict[str, Any] = _scheduler_conf()
 """Volcano's Helm-chart configuration plus ``deviceshare`` with the binpack device order, the
 one Volcano plugin that shares GPUs; its node-score weight stays at the default 0."""
 GPU_MODEL_LABEL = "gpu-model"
 TRACE_RELEASED = "2023-06-05T00:00:00Z"
 """A fixed ``now`` (the trace's publication day): no TDM zone is involved, but an instance
 without ``now`` would read the wall clock."""
-USE_GPU_TYPE = "nvidia.com/use-gputype"
 
 
 def shape_sample(nodes: Sequence[TraceNode], per_shape: int) -> tuple[TraceNode, ...]:
@@ -285,13 +271,13 @@ def import_trace(
     drawn = draw(tasks, len(nodes), seed, arrival, capacity_milli(nodes))
     trace = Path(pods_csv).stem.removeprefix("openb_pod_list_")
     return {
-        "apiVersion": "vcopt/v1alpha1",
+        "apiVersion": API_VERSION,
         "kind": "Instance",
         "metadata": {"name": f"alibaba-{trace}-s{seed}-a{round(100 * arrival)}"},
         "now": TRACE_RELEASED,
         "scheduler": SCHEDULER_CONF,
         "nodes": [_node_doc(n) for n in nodes],
-        "queues": [{"name": "default"}],
+        "queues": [{"name": DEFAULT_QUEUE}],
         "jobs": [_job_doc(t) for t in drawn.tasks],
     }
 
@@ -317,10 +303,10 @@ def _node_doc(node: TraceNode) -> dict[str, Any]:
 def _job_doc(task: TraceTask) -> dict[str, Any]:
     resources: dict[str, Any] = {"cpu": f"{task.cpu_milli}m", "memory": f"{task.memory_mib}Mi"}
     if task.num_gpu:
-        resources["nvidia.com/gpu"] = task.num_gpu
+        resources[HAMI_COUNT] = task.num_gpu
     if task.fractional:
-        resources["nvidia.com/gpumem-percentage"] = task.gpu_milli // 10
-        resources["nvidia.com/gpucores"] = task.gpu_milli // 10
+        resources[HAMI_MEMORY_PERCENTAGE] = task.gpu_milli // 10
+        resources[HAMI_CORES] = task.gpu_milli // 10
     spec: dict[str, Any] = {"name": "task", "resources": resources}
     if task.models and task.num_gpu:
         spec["annotations"] = {USE_GPU_TYPE: ",".join(task.models)}

@@ -11,13 +11,14 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
 
 import yaml
 
 from models.errors import InputError, Problem
 from models.load import load
 
-from . import compare, show
+from . import __version__, compare, show
 from .options import OBJECTIVES, STRATEGIES, OptionError, SolveOptions, parse_weights
 from .plan import FORMATS, read_plan, write_atomic
 from .progress import reporter
@@ -91,6 +92,10 @@ def cmd_solve(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     text = plan.render(args.format, instance)
+    if args.plot:
+        from . import figures
+
+        figures.write_png(figures.plan_figure(instance, plan), args.plot)
     if args.output:
         plan.write(args.output, args.format, instance)
     else:
@@ -121,11 +126,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     if args.csv:
-        write_atomic(args.csv, compare.to_csv(greedy, cpsat))
+        write_atomic(args.csv, compare.to_csv(instance, greedy, cpsat))
     if args.json:
-        write_atomic(args.json, compare.to_json(greedy, cpsat))
+        write_atomic(args.json, compare.to_json(instance, greedy, cpsat))
     if args.plot:
-        compare.plot(greedy, cpsat, args.plot)
+        from . import figures
+
+        figures.write_png(figures.compare_figure(instance, greedy, cpsat), args.plot)
     sys.stdout.write(compare.table(instance, greedy, cpsat))
     return EXIT_OK
 
@@ -201,13 +208,15 @@ def _solver_arguments(p: argparse.ArgumentParser) -> None:
         "--objective",
         choices=OBJECTIVES,
         default="lexicographic",
-        help="stages one after another, or one weighted sum (default lexicographic)",
+        help="CP-SAT stages solved one after another, or as one weighted sum "
+        "(default lexicographic)",
     )
     p.add_argument(
         "--strategy",
         choices=STRATEGIES,
         default="auto",
-        help="one model, or part by part then large-neighbourhood rounds; auto picks by size",
+        help="one model, or part by part then large-neighbourhood rounds; auto picks by size "
+        "(default auto)",
     )
     p.add_argument("--weights", default="", help="per-stage weights, e.g. work=1,packing=0")
     p.add_argument(
@@ -218,6 +227,17 @@ def _solver_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no warnings, no progress")
 
 
+INSTANCE_HELP = "instance file: vcopt YAML, or a kubectl get -o yaml dump of the same objects"
+
+
+def _package_version() -> str:
+    """The installed distribution's version; the source tree's when run uninstalled."""
+    try:
+        return version("vcopt")
+    except PackageNotFoundError:
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="vcopt",
@@ -226,64 +246,95 @@ def build_parser() -> argparse.ArgumentParser:
             "optimum."
         ),
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_package_version()}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("validate", help="check an instance file and report every problem")
-    p.add_argument("file")
+    p.add_argument("file", help=INSTANCE_HELP)
     p.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("show", help="print HyperNodes, the queue tree, nodes and jobs")
-    p.add_argument("file")
+    p.add_argument("file", help=INSTANCE_HELP)
     p.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("solve", help="place the waiting work; print or write the plan")
-    p.add_argument("file")
-    p.add_argument("--engine", choices=ENGINES, default="cpsat")
-    p.add_argument("--format", choices=FORMATS, default="table")
+    p.add_argument("file", help=INSTANCE_HELP)
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="cpsat",
+        help="cpsat (the optimum, hinted by greedy) or greedy (Volcano's own cycle); default cpsat",
+    )
+    p.add_argument(
+        "--format", choices=FORMATS, default="table", help="how to print the plan (default table)"
+    )
     p.add_argument("-o", "--output", help="write the plan here (atomically) instead of stdout")
+    p.add_argument(
+        "--plot",
+        metavar="PNG",
+        help="also draw the plan: which job holds each GPU, rack by rack, and its scores",
+    )
     _solver_arguments(p)
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("verify", help="check a plan against every rule (exit 3 on violations)")
-    p.add_argument("instance")
-    p.add_argument("plan")
+    p.add_argument("instance", help=INSTANCE_HELP)
+    p.add_argument("plan", help="plan file (YAML or JSON) written by solve or by hand")
     p.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("compare", help="greedy (Volcano) and cpsat side by side")
-    p.add_argument("file")
-    p.add_argument("--csv", help="also write the table as CSV")
-    p.add_argument("--json", help="also write the table and both plans as JSON")
-    p.add_argument("--plot", help="also draw the primary metrics as a PNG bar chart")
+    p.add_argument("file", help=INSTANCE_HELP)
+    p.add_argument(
+        "--csv", help="also write the metrics and the per-job differences as CSV (numbers)"
+    )
+    p.add_argument(
+        "--json", help="also write the metrics, the per-job differences and both plans as JSON"
+    )
+    p.add_argument(
+        "--plot",
+        metavar="PNG",
+        help="also draw both plans: which job holds each GPU, rack by rack, greedy beside "
+        "cpsat, and one small chart per metric",
+    )
     _solver_arguments(p)
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("generate", help="a synthetic instance of a named shape")
-    p.add_argument("--shape", choices=("S", "M", "L", "XL"), default="S")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--shape",
+        choices=("S", "M", "L", "XL"),
+        default="S",
+        help="cluster size: S ≤ 64 nodes, M ≈ 600, L 1,280, XL 5,000 (default S)",
+    )
+    p.add_argument("--seed", type=int, default=0, help="random seed of the generator (default 0)")
     p.add_argument("--load", type=float, default=1.3, help="GPU demand / capacity (default 1.3)")
-    p.add_argument("-o", "--output")
+    p.add_argument("-o", "--output", help="write the instance here instead of stdout")
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser("import", help="an instance from a public trace")
-    p.add_argument("source", choices=("alibaba",))
+    p.add_argument(
+        "source", choices=("alibaba",), help="the trace: alibaba (GPU-sharing trace of FGD)"
+    )
     p.add_argument("--pods", required=True, help="openb_pod_list_*.csv")
     p.add_argument("--nodes", required=True, help="openb_node_list_gpu_node.csv")
-    p.add_argument("--seed", type=int, default=42)
-    p.add_argument("--arrival", type=float, default=1.3, help="arrived GPU demand / capacity")
+    p.add_argument("--seed", type=int, default=42, help="seed of the arrival shuffle (default 42)")
+    p.add_argument(
+        "--arrival", type=float, default=1.3, help="arrived GPU demand / capacity (default 1.3)"
+    )
     p.add_argument(
         "--nodes-per-shape", type=int, help="keep this many nodes of each shape (a slice)"
     )
-    p.add_argument("-o", "--output")
+    p.add_argument("-o", "--output", help="write the instance here instead of stdout")
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("sweep", help="solve the variants of a what-if file with both engines")
-    p.add_argument("spec")
+    p.add_argument("spec", help="what-if file: a base instance and its variants")
     p.add_argument("--scheduler", help="address of an existing Dask scheduler")
     p.add_argument("-o", "--output", help="CSV, or Parquet when the name ends in .parquet")
-    p.add_argument("-q", "--quiet", action="store_true")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=cmd_sweep)
     return parser
 

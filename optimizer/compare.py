@@ -1,17 +1,19 @@
 """``vcopt compare``: the greedy (Volcano) plan and the CP-SAT plan side by side.
 
-One row per metric, one column per engine and a column saying which engine is better on that
-row, so the table answers "how much better than Volcano" at a glance. The same rows go to CSV,
-JSON and a bar chart.
+Two views answer "how much better than Volcano, and for whom". One row per metric, one column
+per engine and a column saying which engine is better on that row; then the jobs whose outcome
+differs (admitted by one engine only, another LCA tier, more or fewer nodes, evicted pods). The
+same rows go to the terminal table, to CSV (numbers only, so a spreadsheet can sum them) and
+to JSON; the figure reads the metric vocabulary (label, unit, better direction) from here too.
 """
 
 from __future__ import annotations
 
+import csv
 import io
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from rich.console import Console
@@ -19,7 +21,48 @@ from rich.table import Table
 
 from models.instance import Instance
 
-from .plan import Plan
+from .plan import ADMITTED, Plan
+
+NONE = "-"
+"""How the terminal table spells a value that does not exist (a greedy gap, no LCA tier)."""
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """What a compared metric means to a reader: its label, unit and better direction."""
+
+    name: str
+    label: str
+    unit: str
+    higher_is_better: bool
+    percent: bool = False
+    """A fraction in [0, 1] that people read as a percentage."""
+
+    @property
+    def direction(self) -> str:
+        return "↑ better" if self.higher_is_better else "↓ better"
+
+    def shown(self, value: float) -> float:
+        """The value in the unit :attr:`unit` names (percent for fractions)."""
+        return 100 * value if self.percent else value
+
+
+PRIMARY_SPECS = (
+    MetricSpec("jobs_admitted", "jobs admitted", "jobs", True),
+    MetricSpec("pods_placed", "pods placed", "pods", True),
+    MetricSpec("gpu_allocated", "GPUs allocated", "GPU-equivalents", True),
+    MetricSpec("gpu_allocation_ratio", "GPU allocation", "% of healthy GPUs", True, True),
+    MetricSpec("deserved_satisfaction", "deserved satisfaction", "% of deserved met", True, True),
+    MetricSpec("mean_lca_tier", "mean LCA tier", "tier (0 = one node)", False),
+    MetricSpec("lowest_tier_share", "jobs at lowest tier", "% of multi-pod jobs", True, True),
+    MetricSpec("fragmentation", "fragmentation (FGD)", "GPU-equivalents", False),
+    MetricSpec("gpus_partially_used", "partly used GPUs", "GPUs", False),
+    MetricSpec("evictions", "evictions", "pods", False),
+    MetricSpec("pods_evicted_at_window_close", "evicted at TDM close", "pods", False),
+)
+PRIMARY = tuple((s.name, s.higher_is_better) for s in PRIMARY_SPECS)
+CONTEXT = ("pods_on_revocable_nodes",)
+"""Rows shown for context: neither more nor fewer is better in itself."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +72,8 @@ class Row:
     cpsat: float | None
     higher_is_better: bool | None
     """None for rows that are context, not a score (time, gap)."""
+    job: str = ""
+    """The job a per-job row is about; empty for cluster-wide metrics."""
 
     @property
     def winner(self) -> str:
@@ -38,23 +83,6 @@ class Row:
             return "="
         better = self.cpsat > self.greedy if self.higher_is_better else self.cpsat < self.greedy
         return "cpsat" if better else "greedy"
-
-
-PRIMARY = (
-    ("jobs_admitted", True),
-    ("pods_placed", True),
-    ("gpu_allocated", True),
-    ("gpu_allocation_ratio", True),
-    ("deserved_satisfaction", True),
-    ("mean_lca_tier", False),
-    ("lowest_tier_share", True),
-    ("fragmentation", False),
-    ("gpus_partially_used", False),
-    ("evictions", False),
-    ("pods_evicted_at_window_close", False),
-)
-CONTEXT = ("pods_on_revocable_nodes",)
-"""Rows shown for context: neither more nor fewer is better in itself."""
 
 
 def rows(greedy: Plan, cpsat: Plan) -> list[Row]:
@@ -74,16 +102,136 @@ def rows(greedy: Plan, cpsat: Plan) -> list[Row]:
     return out
 
 
+# -- per job ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JobOutcome:
+    """Where one job stands after one plan."""
+
+    status: str
+    pods: int
+    """Pods of the job bound after the plan (running and kept, or placed)."""
+    nodes: int
+    """Distinct nodes holding those pods."""
+    lca_tier: int | None
+    """Tier of the smallest HyperNode holding them, for jobs with ≥ 2 bound pods."""
+    evictions: int
+    """Pods of the job the plan evicts."""
+
+
+JOB_ASPECTS = (
+    ("admitted", True),
+    ("pods", None),
+    ("nodes", None),
+    ("lca_tier", False),
+    ("evictions", False),
+)
+"""What may differ for a job, and which direction is better for the job itself: being
+admitted and staying close together (low tier) are; more nodes or pods are neither."""
+
+
+@dataclass(frozen=True)
+class JobDiff:
+    job: str
+    queue: str
+    greedy: JobOutcome
+    cpsat: JobOutcome
+
+    def changes(self) -> list[Row]:
+        """One row per aspect on which the two plans differ (admitted as 1 or 0)."""
+        out = []
+        for aspect, better in JOB_ASPECTS:
+            g, c = _aspect(self.greedy, aspect), _aspect(self.cpsat, aspect)
+            if g != c:
+                out.append(Row(aspect, g, c, better, job=self.job))
+        return out
+
+
+def _aspect(outcome: JobOutcome, aspect: str) -> float | None:
+    if aspect == "admitted":
+        return 1 if outcome.status == ADMITTED else 0
+    return getattr(outcome, aspect)
+
+
+def job_outcomes(instance: Instance, plan: Plan) -> dict[str, JobOutcome]:
+    """Every job's outcome under ``plan``; LCA tiers from the plan's metrics (the ruler both
+    engines are judged by), statuses from its job decisions."""
+    bound: dict[str, set[str]] = {}
+    pods: dict[str, int] = {}
+    for b in plan.bound_pods(instance).values():
+        job = instance.pod_by_key[b.pod].job
+        bound.setdefault(job, set()).add(b.node)
+        pods[job] = pods.get(job, 0) + 1
+    evicted: dict[str, int] = {}
+    for e in plan.evictions:
+        job = instance.pod_by_key[e.pod].job
+        evicted[job] = evicted.get(job, 0) + 1
+    tiers: Mapping[str, int] = plan.metrics.get("job_lca_tiers", {})
+    out = {}
+    for job in instance.jobs:
+        decision = plan.job(job.key)
+        out[job.key] = JobOutcome(
+            status=decision.status if decision else "",
+            pods=pods.get(job.key, 0),
+            nodes=len(bound.get(job.key, ())),
+            lca_tier=tiers.get(job.key),
+            evictions=evicted.get(job.key, 0),
+        )
+    return out
+
+
+def job_differences(instance: Instance, greedy: Plan, cpsat: Plan) -> list[JobDiff]:
+    """The jobs whose outcome differs between the two plans, in instance order."""
+    g, c = job_outcomes(instance, greedy), job_outcomes(instance, cpsat)
+    diffs = (JobDiff(j.key, j.queue, g[j.key], c[j.key]) for j in instance.jobs)
+    return [d for d in diffs if d.changes()]
+
+
+# -- renderings ------------------------------------------------------------------------
+
+
 def _num(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def _fmt(value: float | None) -> str:
+def format_value(value: float | None) -> str:
+    """A table cell: integers as such, other numbers to three decimals, none as ``-``."""
     if value is None:
-        return "-"
+        return NONE
     if float(value).is_integer():
         return str(int(value))
     return f"{value:.3f}"
+
+
+def _render(table: Table) -> str:
+    buffer = io.StringIO()
+    Console(file=buffer, width=120, color_system=None).print(table)
+    return buffer.getvalue()
+
+
+def _change(greedy: object, cpsat: object) -> str:
+    g, c = (NONE if v is None else str(v) for v in (greedy, cpsat))
+    return g if g == c else f"{g} → {c}"
+
+
+def jobs_table(diffs: Sequence[JobDiff]) -> str:
+    """One line per job that differs; a cell reads "greedy → cpsat" where the plans differ."""
+    t = Table(title="Jobs whose outcome differs (greedy → cpsat)")
+    for col in ("job", "queue", "status", "pods", "nodes", "LCA tier", "evicted"):
+        t.add_column(col, justify="left" if col in ("job", "queue", "status") else "right")
+    for d in diffs:
+        g, c = d.greedy, d.cpsat
+        t.add_row(
+            d.job,
+            d.queue,
+            _change(g.status, c.status),
+            _change(g.pods, c.pods),
+            _change(g.nodes, c.nodes),
+            _change(g.lca_tier, c.lca_tier),
+            _change(g.evictions, c.evictions),
+        )
+    return _render(t)
 
 
 def table(instance: Instance, greedy: Plan, cpsat: Plan) -> str:
@@ -91,58 +239,64 @@ def table(instance: Instance, greedy: Plan, cpsat: Plan) -> str:
     for col in ("metric", "greedy", "cpsat", "better"):
         t.add_column(col, justify="right" if col in ("greedy", "cpsat") else "left")
     for row in rows(greedy, cpsat):
-        t.add_row(row.metric, _fmt(row.greedy), _fmt(row.cpsat), row.winner)
+        t.add_row(row.metric, format_value(row.greedy), format_value(row.cpsat), row.winner)
+    status = cpsat.solver.status if cpsat.solver else NONE
+    diffs = job_differences(instance, greedy, cpsat)
+    jobs = jobs_table(diffs) if diffs else "Every job has the same outcome under both engines.\n"
+    return _render(t) + f"cpsat status: {status}\n\n" + jobs
+
+
+CSV_HEADER = ("section", "metric", "job", "greedy", "cpsat", "better")
+
+
+def _cell(value: float | None) -> int | float | str:
+    """A CSV cell: the number itself (no rounding), empty when there is none."""
+    if value is None:
+        return ""
+    return int(value) if float(value).is_integer() else value
+
+
+def to_csv(instance: Instance, greedy: Plan, cpsat: Plan) -> str:
+    """Tidy CSV: ``metric`` rows for the cluster, then ``job`` rows, one per aspect on which
+    a job differs (``admitted`` is 1 or 0). Cells hold numbers; an empty cell means none."""
     buffer = io.StringIO()
-    Console(file=buffer, width=120, color_system=None).print(t)
-    status = cpsat.solver.status if cpsat.solver else "-"
-    return buffer.getvalue() + f"cpsat status: {status}\n"
-
-
-def to_csv(greedy: Plan, cpsat: Plan) -> str:
-    lines = ["metric,greedy,cpsat,better"]
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(CSV_HEADER)
     for row in rows(greedy, cpsat):
-        lines.append(f"{row.metric},{_fmt(row.greedy)},{_fmt(row.cpsat)},{row.winner}")
-    return "\n".join(lines) + "\n"
+        writer.writerow(["metric", row.metric, "", _cell(row.greedy), _cell(row.cpsat), row.winner])
+    for diff in job_differences(instance, greedy, cpsat):
+        for row in diff.changes():
+            writer.writerow(
+                ["job", row.metric, row.job, _cell(row.greedy), _cell(row.cpsat), row.winner]
+            )
+    return buffer.getvalue()
 
 
-def to_json(greedy: Plan, cpsat: Plan) -> str:
+def to_json(instance: Instance, greedy: Plan, cpsat: Plan) -> str:
+    def number(value: float | None) -> int | float | None:
+        return None if value is None else _cell(value)
+
+    def row(r: Row) -> dict[str, Any]:
+        return {
+            "metric": r.metric,
+            "greedy": number(r.greedy),
+            "cpsat": number(r.cpsat),
+            "better": r.winner,
+        }
+
     data = {
-        "rows": [
-            {"metric": r.metric, "greedy": r.greedy, "cpsat": r.cpsat, "better": r.winner}
-            for r in rows(greedy, cpsat)
+        "rows": [row(r) for r in rows(greedy, cpsat)],
+        "jobs": [
+            {
+                "job": d.job,
+                "queue": d.queue,
+                "greedy": asdict(d.greedy),
+                "cpsat": asdict(d.cpsat),
+                "changes": [row(r) for r in d.changes()],
+            }
+            for d in job_differences(instance, greedy, cpsat)
         ],
         "greedy": greedy.to_dict(),
         "cpsat": cpsat.to_dict(),
     }
-    return json.dumps(data, indent=2) + "\n"
-
-
-def plot(greedy: Plan, cpsat: Plan, path: str | Path, metrics: Sequence[str] | None = None) -> None:
-    """A grouped bar chart of the primary metrics, written atomically as PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    chosen = [r for r in rows(greedy, cpsat) if r.higher_is_better is not None]
-    if metrics:
-        chosen = [r for r in chosen if r.metric in metrics]
-    fig, ax = plt.subplots(figsize=(10, 4.5))
-    xs = range(len(chosen))
-    ax.bar(
-        [x - 0.2 for x in xs], [r.greedy or 0 for r in chosen], width=0.4, label="greedy (Volcano)"
-    )
-    ax.bar([x + 0.2 for x in xs], [r.cpsat or 0 for r in chosen], width=0.4, label="cpsat")
-    ax.set_xticks(list(xs))
-    ax.set_xticklabels([r.metric for r in chosen], rotation=30, ha="right")
-    ax.set_ylabel("value (counts, GPUs or fractions; see metric name)")
-    ax.set_title("greedy vs cpsat")
-    ax.legend()
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=120)
-    plt.close(fig)
-    target = Path(path)
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_bytes(buffer.getvalue())
-    tmp.replace(target)
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"

@@ -27,8 +27,9 @@ from typing import Any
 
 import yaml
 
-from models.load import API_VERSION
-from models.tdm import PREEMPTABLE, ZONE_LABEL
+from models.gpu import HAMI_CORES, HAMI_COUNT, HAMI_MEMORY
+from models.resources import NVIDIA_GPU
+from models.vocabulary import API_VERSION, PREEMPTABLE, REVOCABLE_ZONE, helm_default_scheduler
 
 from .plan import write_atomic
 
@@ -58,13 +59,7 @@ RUNNING_FAILURES = 200
 SCHEDULER: dict[str, Any] = {
     "actions": "enqueue, allocate, backfill, reclaim",
     "tiers": [
-        {
-            "plugins": [
-                {"name": "priority"},
-                {"name": "gang", "enablePreemptable": False},
-                {"name": "conformance"},
-            ]
-        },
+        helm_default_scheduler()["tiers"][0],
         {
             "plugins": [
                 {"name": "drf", "enablePreemptable": False},
@@ -92,6 +87,8 @@ SCHEDULER: dict[str, Any] = {
         },
     ],
 }
+"""Volcano's Helm-chart first tier (priority, gang, conformance), then hierarchical capacity,
+TDM, GPU sharing and network topology: every feature vcopt models."""
 PRIORITY_CLASSES = (
     {"name": "high", "value": 1000},
     {"name": "normal", "value": 100},
@@ -191,11 +188,11 @@ class PodSpec:
         out: dict[str, Any] = {
             "cpu": str(self.cpu),
             "memory": f"{self.memory_gi}Gi",
-            "nvidia.com/gpu": self.gpus,
+            HAMI_COUNT: self.gpus,
         }
         if not self.whole:
-            out["nvidia.com/gpumem"] = self.memory
-            out["nvidia.com/gpucores"] = self.cores
+            out[HAMI_MEMORY] = self.memory
+            out[HAMI_CORES] = self.cores
         return out
 
 
@@ -236,7 +233,7 @@ class _Job:
         if self.product:
             task["nodeSelector"] = {PRODUCT_LABEL: self.product}
         if self.revocable:
-            task["annotations"] = {ZONE_LABEL: "*", PREEMPTABLE: "true"}
+            task["annotations"] = {REVOCABLE_ZONE: "*", PREEMPTABLE: "true"}
         doc: dict[str, Any] = {
             "name": self.name,
             "namespace": self.queue,
@@ -461,7 +458,7 @@ def _node_groups(cluster: _Cluster) -> list[dict[str, Any]]:
         model = cluster.rack_models[r]
         labels = {RACK_LABEL: _rack_name(cluster.shape, r), PRODUCT_LABEL: model.product}
         if r in cluster.revocable_racks:
-            labels[ZONE_LABEL] = ZONE
+            labels[REVOCABLE_ZONE] = ZONE
         out.append(
             {
                 "namePrefix": f"{_rack_name(cluster.shape, r)}-node-",
@@ -561,11 +558,11 @@ def _queue(
     q: dict[str, Any] = {
         "name": name,
         "parent": parent,
-        "deserved": {"nvidia.com/gpu": deserved},
-        "capability": {"nvidia.com/gpu": capability},
+        "deserved": {NVIDIA_GPU: deserved},
+        "capability": {NVIDIA_GPU: capability},
     }
     if guarantee:
-        q["guarantee"] = {"nvidia.com/gpu": guarantee}
+        q["guarantee"] = {NVIDIA_GPU: guarantee}
     return q
 
 
@@ -785,8 +782,8 @@ def stats(doc: Mapping[str, Any]) -> Stats:
     for job in doc.get("jobs", []):
         for task in job["tasks"]:
             res = task["resources"]
-            per_device = res.get("nvidia.com/gpucores", CENTI)
-            demand += task["replicas"] * res.get("nvidia.com/gpu", 0) * per_device
+            per_device = res.get(HAMI_CORES, CENTI)
+            demand += task["replicas"] * res.get(HAMI_COUNT, 0) * per_device
             pods += task["replicas"]
         running += len(job.get("running", []))
     return Stats(

@@ -3,17 +3,30 @@
 HyperNodes print the way ``kubectl get hypernodes`` does (plain columns, no boxes) so the
 output can be compared with a live cluster line by line; the queue tree shows the values the
 capacity plugin derives (deserved, capability, realCapability), which are what decides
-admission and which users rarely see.
+admission and which users rarely see, beside what running pods already hold.
+
+Quantities are written for people, not for the API server: CPU in cores, memory in the
+largest binary unit that keeps three significant digits (``4G`` reads ``3.73Gi``), GPUs as
+cards with HAMi's time-slices apart. A value that is not set is always ``-`` and an
+unlimited one ``∞``, so a blank never has two spellings.
 """
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 
+from models.gpu import GpuRequest
 from models.instance import Instance
 from models.queues import ROOT, QueueAttrs, capacity_flat, capacity_hierarchical
-from models.resources import Resources
+from models.resources import CPU, INFINITE, NVIDIA_GPU, PODS, Resources
 from models.tdm import node_zone
+from models.workload import Task
+
+UNSET = "-"
+UNLIMITED = "∞"
+_BINARY = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+_BYTES = frozenset({"memory", "ephemeral-storage", "storage"})
 
 
 def columns(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
@@ -24,10 +37,46 @@ def columns(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _res(resources: Resources | None) -> str:
+def _number(value: float) -> str:
+    """Three significant digits, no trailing zeros, no exponent: 3.73, 96, 0.5, 1536."""
+    if value >= 100 or float(value).is_integer():
+        return f"{value:,.0f}" if value >= 10_000 else f"{value:.0f}"
+    return f"{value:.3g}"
+
+
+def bytes_text(amount: int) -> str:
+    """``4000000000`` → ``3.73Gi``; exact binary amounts stay exact (``768Gi``)."""
+    for suffix, unit in _BINARY:
+        if amount >= unit:
+            return f"{_number(amount / unit)}{suffix}"
+    return f"{amount}B" if amount else "0"
+
+
+def amount_text(name: str, amount: int) -> str:
+    """One resource amount in the unit people use for it."""
+    if amount >= INFINITE // 2:
+        return UNLIMITED
+    if name in _BYTES:
+        return bytes_text(amount)
+    if name == PODS:
+        return str(amount)
+    return _number(amount / 1000)
+
+
+def resources_text(resources: Resources | None, *, zeros: bool = False) -> str:
+    """``cpu=2, memory=3.73Gi``. Unlimited dimensions are folded into ``∞`` (all of them) or
+    ``others ∞`` (some); ``zeros`` keeps explicit zero amounts, which in a capability are a
+    limit of nothing, not an absent value."""
     if resources is None:
-        return "-"
-    return resources.format() if len(resources) else "-"
+        return UNSET
+    shown = {k: v for k, v in resources.items() if v > 0 or (zeros and v == 0)}
+    if not shown:
+        return UNSET
+    finite = {k: v for k, v in shown.items() if v < INFINITE // 2}
+    if not finite:
+        return UNLIMITED
+    text = ", ".join(f"{k}={amount_text(k, v)}" for k, v in finite.items())
+    return text + (", others ∞" if len(finite) < len(shown) else "")
 
 
 def queue_attrs(instance: Instance) -> Mapping[str, QueueAttrs]:
@@ -43,9 +92,27 @@ def hypernode_table(instance: Instance) -> str:
     return columns(["NAME", "TIER", "TIERNAME", "NODECOUNT"], instance.topology.table())
 
 
+def allocated(instance: Instance) -> dict[str, Resources]:
+    """What running pods request, per queue, ancestors summing their subtree (capacity's
+    ``allocated``, which counts a pod's Resreq whatever share of a GPU it holds)."""
+    tree = instance.queue_tree
+    out: dict[str, Resources] = {name: Resources() for name in tree.names}
+    for job in instance.jobs:
+        if job.queue not in out:
+            continue
+        for pod in job.pods:
+            if not pod.running:
+                continue
+            request = job.task(pod.task).resources
+            for name in (*tree.ancestors(job.queue), job.queue):
+                out[name] = out[name] + request
+    return out
+
+
 def queue_table(instance: Instance) -> str:
     tree = instance.queue_tree
     attrs = queue_attrs(instance)
+    held = allocated(instance)
     jobs: dict[str, int] = {}
     for job in instance.jobs:
         jobs[job.queue] = jobs.get(job.queue, 0) + 1
@@ -58,10 +125,11 @@ def queue_table(instance: Instance) -> str:
             [
                 "  " * depth + name,
                 queue.weight,
-                _res(a.deserved if a else queue.deserved),
-                _res(a.guarantee if a else queue.guarantee),
-                _res(a.capability if a else queue.capability),
-                _res(a.real_capability if a else None),
+                resources_text(a.deserved if a else queue.deserved),
+                resources_text(a.guarantee if a else queue.guarantee),
+                resources_text(a.capability if a else queue.capability, zeros=True),
+                resources_text(a.real_capability if a else None, zeros=True),
+                resources_text(held.get(name)),
                 jobs.get(name, 0),
             ]
         )
@@ -69,41 +137,103 @@ def queue_table(instance: Instance) -> str:
             visit(child, depth + 1)
 
     visit(ROOT, 0)
-    header = ["QUEUE", "WEIGHT", "DESERVED", "GUARANTEE", "CAPABILITY", "REALCAPABILITY", "JOBS"]
-    return columns(header, rows)
+    header = [
+        "QUEUE",
+        "WEIGHT",
+        "DESERVED",
+        "GUARANTEE",
+        "CAPABILITY",
+        "REALCAPABILITY",
+        "ALLOCATED",
+        "JOBS",
+    ]
+    return columns(header, rows) + queue_legend(instance)
+
+
+def queue_legend(instance: Instance) -> str:
+    """What the quota columns count, which is not what a GPU count suggests."""
+    gpus = [d for n in instance.nodes for d in n.gpus]
+    lines = [
+        "ALLOCATED: what the pods already running request (Volcano's Resreq), summed up the "
+        "tree; capacity compares it with DESERVED and REALCAPABILITY."
+    ]
+    if gpus:
+        slices = sum(d.count for d in gpus)
+        lines.append(
+            f"{NVIDIA_GPU} in quotas counts GPUs as pods request them: a pod holding a share of "
+            f"a card counts 1 (vcopt's gpu_allocated metric counts the share). The cluster's "
+            f"{len(gpus)} GPUs register {slices} HAMi slices, the {NVIDIA_GPU} Volcano sees."
+        )
+    return "".join(
+        textwrap.fill(line, 100, initial_indent="  ", subsequent_indent="  ") + "\n"
+        for line in lines
+    )
 
 
 def node_table(instance: Instance) -> str:
     topology = instance.topology
     rows = []
     for node in instance.nodes:
-        gpu_types = sorted({d.type for d in node.gpus})
-        gpus = f"{len(node.gpus)}x {'/'.join(gpu_types)}" if node.gpus else "-"
+        types = sorted({d.type for d in node.gpus})
+        memory = sorted({d.memory for d in node.gpus})
+        gpus = UNSET
+        if node.gpus:
+            size = "/".join(bytes_text(m * 2**20) for m in memory)
+            slices = sum(d.count for d in node.gpus)
+            gpus = f"{len(node.gpus)} × {'/'.join(types)} {size} ({slices} slices)"
         used = sum(1 for p in instance.pods if p.node == node.name)
         rows.append(
             [
                 node.name,
-                _res(
+                resources_text(
                     Resources({k: v for k, v in node.allocatable.items() if k in ("cpu", "memory")})
                 ),
                 gpus,
                 f"{used}/{node.pod_capacity}",
-                topology.leaf_of(node.name) or "-",
-                node_zone(node.labels) or "-",
+                topology.leaf_of(node.name) or UNSET,
+                node_zone(node.labels) or UNSET,
                 "SchedulingDisabled" if node.unschedulable else "Ready",
             ]
         )
     return columns(["NODE", "ALLOCATABLE", "GPUS", "PODS", "HYPERNODE", "ZONE", "STATUS"], rows)
 
 
+def gpu_request_text(request: GpuRequest) -> str:
+    """``2 GPUs`` for whole cards, ``1 GPU share (20000Mi, 25 % cores)`` for HAMi shares."""
+    cards = f"{request.nums} GPU" + ("s" if request.nums > 1 else "")
+    if request.exclusive and not request.memory and request.percentage in (None, 100):
+        return cards
+    parts = []
+    if request.memory:
+        parts.append(f"{bytes_text(request.memory * 2**20)} memory")
+    elif request.percentage is not None:
+        parts.append(f"{request.percentage} % memory")
+    parts.append(f"{request.booked_cores} % cores")
+    return f"{cards} share ({', '.join(parts)})"
+
+
+def request_text(task: Task) -> str:
+    """A pod's request as people read it: cores, memory, GPU cards or shares."""
+    r = task.resources
+    parts = []
+    if r.get(CPU):
+        parts.append(f"{amount_text(CPU, r.get(CPU))} cores")
+    if r.get("memory"):
+        parts.append(bytes_text(r.get("memory")))
+    parts.extend(gpu_request_text(g) for g in task.gpu)
+    if not task.gpu and r.get(NVIDIA_GPU):
+        parts.append(f"{amount_text(NVIDIA_GPU, r.get(NVIDIA_GPU))} {NVIDIA_GPU}")
+    return ", ".join(parts) or UNSET
+
+
 def job_table(instance: Instance) -> str:
     rows = []
     for job in instance.jobs:
         topo = job.network_topology
-        topology = "-"
+        topology = UNSET
         if topo is not None:
             limit = topo.highest_tier if topo.highest_tier is not None else topo.highest_tier_name
-            topology = f"{topo.mode}≤{limit}"
+            topology = f"{topo.mode}≤{limit}" if limit is not None else topo.mode
         running = sum(1 for p in job.pods if p.running)
         rows.append(
             [
@@ -114,17 +244,46 @@ def job_table(instance: Instance) -> str:
                 job.min_available,
                 topology,
                 job.phase,
+                "; ".join(f"{t.replicas} × {request_text(t)}" for t in job.tasks),
             ]
         )
-    return columns(
-        ["JOB", "QUEUE", "PRIORITY", "RUNNING", "MINAVAILABLE", "TOPOLOGY", "PHASE"], rows
+    header = [
+        "JOB",
+        "QUEUE",
+        "PRIORITY",
+        "RUNNING",
+        "MINAVAILABLE",
+        "TOPOLOGY",
+        "PHASE",
+        "PODS × REQUEST",
+    ]
+    return columns(header, rows)
+
+
+def summary(instance: Instance) -> str:
+    """One line of totals: nodes, cores, memory, GPU cards by type and their HAMi slices."""
+    total = instance.total_allocatable
+    gpus = [d for n in instance.nodes for d in n.gpus]
+    text = (
+        f"{len(instance.nodes)} nodes, {amount_text(CPU, total.get(CPU))} cpu, "
+        f"{bytes_text(total.get('memory'))} memory"
     )
+    if gpus:
+        by_type: dict[str, int] = {}
+        for d in gpus:
+            by_type[d.type] = by_type.get(d.type, 0) + 1
+        kinds = ", ".join(f"{n} × {t}" for t, n in sorted(by_type.items()))
+        healthy = sum(1 for d in gpus if d.health)
+        text += f", {len(gpus)} GPUs ({kinds}; {healthy} healthy, {sum(d.count for d in gpus)} "
+        text += "HAMi slices)"
+    return text + "\n"
 
 
 def render(instance: Instance) -> str:
     """Every section, separated by blank lines."""
     sections = [
-        f"Instance {instance.name} at {instance.now.isoformat()} ({instance.timezone})\n",
+        f"Instance {instance.name} at {instance.now.isoformat()} ({instance.timezone})\n"
+        + summary(instance),
         hypernode_table(instance) if instance.hypernodes else "No HyperNodes.\n",
         queue_table(instance),
         node_table(instance),

@@ -1,11 +1,14 @@
 """What-if analysis: change one thing, re-solve with both engines, compare.
 
 Every modifier returns a modified copy of an instance and leaves the original untouched, so a
-notebook can build many variants from one snapshot. A modified part is validated again with the
-same rules the loader applies (e.g. a queue's new deserved must still fit its parent), so a
-variant is never an instance that Volcano would have rejected. :func:`sweep` solves variants in
-parallel on Dask: a local cluster by default, or an existing one given its scheduler address,
-so a large sweep outgrows one machine without code changes.
+notebook can build many variants from one snapshot. Every variant is validated with the rules
+the loader applies (:func:`models.instance.validate_instance`: e.g. a queue's new deserved must
+still fit its parent, a job must name an existing leaf queue), so a variant is never an
+instance that Volcano would have rejected; a broken rule raises
+:class:`~models.errors.InputError` naming the variant's object and field.
+
+:func:`sweep` solves variants in parallel on Dask: a local cluster by default, or an existing
+one given its scheduler address, so a large sweep outgrows one machine without code changes.
 """
 
 from __future__ import annotations
@@ -18,18 +21,23 @@ from typing import Any
 import pandas as pd
 
 from models.cluster import Node, with_gpu_allocatable
-from models.errors import Diagnostics, InputError, Problem
+from models.errors import InputError, Problem
 from models.instance import Instance
-from models.queues import validate_queues
 from models.resources import Resources
 from models.scheduler_conf import PluginOption, SchedulerConf
-from models.tdm import ZONE_ARG_PREFIX, Window
+from models.tdm import TDM_PLUGIN, ZONE_ARG_PREFIX
 from models.workload import Job, NetworkTopology
 
 from .metrics import evaluate
 from .options import SolveOptions
 
 Variant = Callable[[Instance], Instance]
+WHAT_IF = "what-if"
+"""What problems of a variant name as their file."""
+
+
+def _checked(variant: Instance) -> Instance:
+    return variant.validated(WHAT_IF)
 
 
 def at(instance: Instance, now: datetime | str) -> Instance:
@@ -37,7 +45,7 @@ def at(instance: Instance, now: datetime | str) -> Instance:
     when = datetime.fromisoformat(now.replace("Z", "+00:00")) if isinstance(now, str) else now
     if when.tzinfo is None:
         when = when.replace(tzinfo=instance.tz)
-    return instance.replace(now=when)
+    return _checked(instance.replace(now=when))
 
 
 def _with_plugin_arguments(
@@ -60,7 +68,7 @@ def _with_plugin_arguments(
     conf = SchedulerConf(
         instance.scheduler.actions, tuple(tiers), instance.scheduler.configurations
     )
-    return instance.replace(scheduler=conf)
+    return _checked(instance.replace(scheduler=conf))
 
 
 def with_scheduler_arguments(instance: Instance, plugin: str, **arguments: object) -> Instance:
@@ -70,13 +78,7 @@ def with_scheduler_arguments(instance: Instance, plugin: str, **arguments: objec
 
 def with_tdm_window(instance: Instance, zone: str, window: str) -> Instance:
     """Zone ``zone`` revocable during ``window`` (``HH:MM-HH:MM``)."""
-    try:
-        Window.parse(window)
-    except ValueError as err:
-        raise InputError(
-            [_problem("scheduler", f"arguments.{ZONE_ARG_PREFIX}{zone}", str(err))]
-        ) from None
-    return _with_plugin_arguments(instance, "tdm", {f"{ZONE_ARG_PREFIX}{zone}": window})
+    return _with_plugin_arguments(instance, TDM_PLUGIN, {f"{ZONE_ARG_PREFIX}{zone}": window})
 
 
 def with_queue(
@@ -108,20 +110,15 @@ def with_queue(
         queues.append(queue)
     if not found:
         raise InputError([_problem(f'Queue "{name}"', "name", "no such queue")])
-    diag = Diagnostics()
-    counts: dict[str, int] = {}
-    for job in instance.jobs:
-        counts[job.queue] = counts.get(job.queue, 0) + 1
-    validate_queues(queues, counts, diag)
-    diag.raise_if_errors("what-if")
-    return instance.replace(queues=tuple(queues))
+    return _checked(instance.replace(queues=tuple(queues)))
 
 
 def with_topology_limit(
     instance: Instance, job: str, tier: int | None, mode: str | None = None
 ) -> Instance:
     """Job ``job`` (``namespace/name``, or ``"all"`` for every job that has a topology spec)
-    limited to HyperNodes of tier ≤ ``tier``; ``mode`` switches hard/soft when given."""
+    limited to HyperNodes of tier ≤ ``tier``; ``mode`` switches hard/soft when given. The
+    limit replaces a ``highestTierName``."""
     jobs = []
     matched = False
     for j in instance.jobs:
@@ -135,7 +132,7 @@ def with_topology_limit(
         raise InputError(
             [_problem(f'Job "{job}"', "networkTopology", "no such job (or no job has a topology)")]
         )
-    return instance.replace(jobs=tuple(jobs))
+    return _checked(instance.replace(jobs=tuple(jobs)))
 
 
 def with_nodes(
@@ -150,16 +147,14 @@ def with_nodes(
             [_problem("what-if", "removed", f"no such node(s): {', '.join(sorted(unknown))}")]
         )
     nodes = [n for n in instance.nodes if n.name not in gone]
-    names = {n.name for n in nodes}
-    for node in added:
-        if node.name in names:
-            raise InputError([_problem(f'Node "{node.name}"', "name", "duplicate node name")])
-        nodes.append(replace(node, allocatable=with_gpu_allocatable(node.allocatable, node.gpus)))
-        names.add(node.name)
+    nodes.extend(
+        replace(node, allocatable=with_gpu_allocatable(node.allocatable, node.gpus))
+        for node in added
+    )
     jobs = tuple(
         replace(j, running=tuple(r for r in j.running if r.node not in gone)) for j in instance.jobs
     )
-    return instance.replace(nodes=tuple(nodes), jobs=jobs)
+    return _checked(instance.replace(nodes=tuple(nodes), jobs=jobs))
 
 
 def with_jobs(
@@ -173,22 +168,13 @@ def with_jobs(
             [_problem("what-if", "removed", f"no such job(s): {', '.join(sorted(unknown))}")]
         )
     jobs = [j for j in instance.jobs if j.key not in gone]
-    keys = {j.key for j in jobs}
-    queues = {q.name for q in instance.queues}
-    for job in added:
-        if job.key in keys:
-            raise InputError([_problem(f'Job "{job.key}"', "name", "duplicate job")])
-        if job.queue not in queues:
-            raise InputError(
-                [_problem(f'Job "{job.key}"', "queue", f"queue {job.queue!r} does not exist")]
-            )
-        jobs.append(replace(job, order=len(jobs)))
-        keys.add(job.key)
-    return instance.replace(jobs=tuple(jobs))
+    first = len(jobs)
+    jobs.extend(replace(job, order=first + i) for i, job in enumerate(added))
+    return _checked(instance.replace(jobs=tuple(jobs)))
 
 
 def _problem(obj: str, field: str, message: str) -> Problem:
-    return Problem(message, obj, field, "what-if")
+    return Problem(message, obj, field, WHAT_IF)
 
 
 # -- sweeps ------------------------------------------------------------------------------------

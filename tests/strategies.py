@@ -21,6 +21,7 @@ import yaml
 from hypothesis import strategies as st
 
 from models.tdm import ZONE_LABEL, pod_revocable_zone
+from models.vocabulary import PREEMPTABLE
 
 NOW = "2026-11-30T14:00:00Z"
 ZONE = "rz1"
@@ -32,7 +33,6 @@ GIB = 2**30
 MIB = 2**20
 POOL = "pool"
 TAINT_KEY = "dedicated"
-PREEMPTABLE = "volcano.sh/preemptable"
 GPU_TYPES = ("NVIDIA-A100-SXM4-80GB", "NVIDIA-A10", "NVIDIA-T4")
 DEVICE_MEMORY = (16384, 24576, 40960, 81920)
 """MiB; a shared request of 20000 MiB fits some cards and not others."""
@@ -275,13 +275,16 @@ def _quota(draw: st.DrawFn, parent: _Quota | None) -> _Quota:
             if g_limit >= 1 and draw(st.integers(0, 2)) == 0:
                 guarantee[resource] = draw(st.integers(1, g_limit))
     if parent:
-        for resource, amount in deserved.items():
-            if resource in parent.deserved_left:
-                parent.deserved_left[resource] -= amount
-        for resource, amount in guarantee.items():
-            if resource in parent.guarantee_left:
-                parent.guarantee_left[resource] -= amount
+        _spend(parent.deserved_left, deserved)
+        _spend(parent.guarantee_left, guarantee)
     return _Quota(deserved, capability, guarantee, dict(deserved), dict(guarantee))
+
+
+def _spend(left: dict[str, int], amounts: Mapping[str, int]) -> None:
+    """Take a child's amounts from what its parent has left, on the resources it limits."""
+    for resource, amount in amounts.items():
+        if resource in left:
+            left[resource] -= amount
 
 
 @st.composite

@@ -87,9 +87,10 @@ def test_compare_writes_csv_json_and_png(tmp_path, capsys):
     assert code == EXIT_OK
     assert "greedy" in capsys.readouterr().out
     header, *rows = csv.read_text().splitlines()
-    assert header == "metric,greedy,cpsat,better"
+    assert header == "section,metric,job,greedy,cpsat,better"
     data = json.loads(js.read_text())
-    assert [r["metric"] for r in data["rows"]] == [r.split(",")[0] for r in rows]
+    metrics = [r.split(",")[1] for r in rows if r.startswith("metric,")]
+    assert [r["metric"] for r in data["rows"]] == metrics
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

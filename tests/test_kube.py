@@ -1,4 +1,4 @@
-"""The kubectl input form (models/kube.py): a dump of live objects loads like its compact twin."""
+"""The kubectl input form (models/io/kube/): a dump of live objects loads like its compact twin."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from models.errors import InputError, Problem
-from models.kube import compact_from_objects
+from models.io.kube import compact_from_objects
 from models.load import from_documents, load, loads
 from models.workload import DeviceShare, RunningPod
 
@@ -251,6 +251,18 @@ def test_pods_of_one_task_with_different_specs_are_an_error() -> None:
     assert errors[0].obj == 'Pod "default/train-w-1"'
     assert errors[0].field == "spec.containers[0].resources.requests.cpu"
     assert "train-w-0" in errors[0].message
+
+
+def test_a_pod_whose_init_containers_are_no_list_is_reported_not_a_crash() -> None:
+    """``initContainers: 3`` is reported on the pod; comparing it with its task's other pod
+    then sees no init containers, so the pods still agree."""
+    bad = _pod("train-w-0")
+    bad["spec"]["initContainers"] = 3
+    _, errors, _ = _translate(_podgroup(), bad, _pod("train-w-1"))
+    assert [(p.obj, p.field) for p in errors] == [
+        ('Pod "default/train-w-0"', "spec.initContainers")
+    ]
+    assert "expected a list" in errors[0].message
 
 
 def test_annotations_vcopt_reads_must_agree_between_pods() -> None:

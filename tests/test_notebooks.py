@@ -1,29 +1,47 @@
-"""The what-if notebooks (DESIGN §1, job 3) run top to bottom without an error.
+"""The what-if notebooks (DESIGN §1, job 3) run top to bottom and conclude from their own run.
 
-Each notebook is executed with nbclient in a fresh kernel of the interpreter running the tests,
-from the ``notebooks/`` folder as Jupyter would, and must finish within its own time budget.
-Executing them takes a few minutes, so those tests carry the ``notebooks`` mark:
-``pytest -m "not notebooks"`` skips them. The files themselves are kept without outputs, so
-that a diff of a notebook shows code and prose only.
+Each notebook is executed the way ``make notebooks`` does it (``notebooks/execute.py``: a
+fresh kernel of this interpreter, run from ``notebooks/``, figures inline) and must finish
+within its time budget. Executing them takes a few minutes, so those tests carry the
+``notebooks`` mark: ``pytest -m "not notebooks"`` skips them.
+
+A conclusion is a code cell that writes its text from the variables the notebook computed
+and displays it as Markdown, so a re-run can never leave a conclusion that contradicts the
+tables and plots above it.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 PATHS = sorted(NOTEBOOKS.glob("*.ipynb"))
 BUDGET_SECONDS = 300
 """Per notebook; each is written to run in about two minutes on 2 cores."""
-INLINE = "module://matplotlib_inline.backend_inline"
 
 
-def _outputs(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
-    return [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs]
+def _executor():
+    spec = importlib.util.spec_from_file_location("notebook_execute", NOTEBOOKS / "execute.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _code(nb: nbformat.NotebookNode) -> list[nbformat.NotebookNode]:
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def _markdown_outputs(cell: nbformat.NotebookNode) -> list[str]:
+    return [
+        "".join(o["data"]["text/markdown"])
+        for o in cell.get("outputs", [])
+        if "text/markdown" in o.get("data", {})
+    ]
 
 
 def test_there_are_five_notebooks() -> None:
@@ -32,31 +50,42 @@ def test_there_are_five_notebooks() -> None:
 
 
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: p.stem)
-def test_notebook_is_stored_without_outputs(path: Path) -> None:
-    """Outputs are stripped before committing: no cell keeps outputs or an execution count."""
+def test_conclusion_is_written_by_code(path: Path) -> None:
+    """The last cell is code that displays Markdown, and no Markdown cell states a
+    conclusion of its own."""
     nb = nbformat.read(path, as_version=4)
-    assert _outputs(nb) == []
-    assert all(c.get("execution_count") is None for c in nb.cells if c.cell_type == "code")
+    last = nb.cells[-1]
+    assert last.cell_type == "code"
+    assert "display(Markdown(" in last.source
+    assert '"## Conclusion"' in last.source
+    assert not [c for c in nb.cells if c.cell_type == "markdown" and "## Conclusion" in c.source]
+
+
+@pytest.mark.parametrize("path", PATHS, ids=lambda p: p.stem)
+def test_stored_outputs_come_from_one_complete_run(path: Path) -> None:
+    """A committed notebook is either not run at all or run top to bottom in one kernel
+    without an error (``make notebooks``): never half-run, never failing, never re-ordered."""
+    nb = nbformat.read(path, as_version=4)
+    counts = [c.get("execution_count") for c in _code(nb)]
+    if all(c is None for c in counts) and not any(c.outputs for c in _code(nb)):
+        return
+    assert counts == list(range(1, len(counts) + 1))
+    outputs = [o for c in _code(nb) for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert _markdown_outputs(nb.cells[-1])[0].startswith("## Conclusion")
 
 
 @pytest.mark.notebooks
 @pytest.mark.timeout(BUDGET_SECONDS + 60)
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: p.stem)
-def test_notebook_runs_top_to_bottom(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every cell runs without raising (nbclient stops at the first error), the notebook ends
-    with a written conclusion, and it shows at least one figure — each notebook's point is a
-    plot, so a run that draws nothing has lost it."""
-    monkeypatch.setenv("MPLBACKEND", INLINE)
-    nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(
-        nb,
-        timeout=BUDGET_SECONDS,
-        kernel_name="python3",
-        resources={"metadata": {"path": str(NOTEBOOKS)}},
-    )
-    client.execute()
-    outputs = _outputs(nb)
+def test_notebook_runs_top_to_bottom(path: Path) -> None:
+    """Every cell runs without raising (nbclient stops at the first error), it shows at least
+    one figure — each notebook's point is a plot, so a run that draws nothing has lost it —
+    and its last cell renders a conclusion that quotes numbers of the run."""
+    nb = _executor().execute(path, timeout=BUDGET_SECONDS)
+    outputs = [o for c in _code(nb) for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert any("image/png" in o.get("data", {}) for o in outputs)
-    assert nb.cells[-1].cell_type == "markdown"
-    assert nb.cells[-1].source.startswith("## Conclusion")
+    (conclusion,) = _markdown_outputs(nb.cells[-1])
+    assert conclusion.startswith("## Conclusion\n")
+    assert any(ch.isdigit() for ch in conclusion)

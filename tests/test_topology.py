@@ -8,16 +8,8 @@ import time
 import pytest
 
 from models.errors import Diagnostics
-from models.topology import (
-    HyperNode,
-    LabelRequirement,
-    LabelSelector,
-    Member,
-    MemberSelector,
-    Topology,
-    validate_hypernodes,
-    validate_label_selector,
-)
+from models.selectors import LabelRequirement, LabelSelector, validate_label_selector
+from models.topology import HyperNode, Member, MemberSelector, Topology, validate_hypernodes
 
 TOP = Topology.TOP
 RACK_LABEL = "topology.kubernetes.io/rack"

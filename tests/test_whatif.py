@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from models.cluster import Node
-from models.errors import InputError
+from models.errors import InputError, Problem
 from models.load import load
 from models.resources import Resources
-from models.workload import Job, NetworkTopology, Task
+from models.vocabulary import REVOCABLE_ZONE
+from models.workload import Job, NetworkTopology, RunningPod, Task
 from optimizer import whatif
 
 DEMO = Path(__file__).resolve().parents[1] / "instances" / "demo.yaml"
@@ -119,3 +120,98 @@ def test_sweep_one_row_per_variant_and_engine(demo):
     ]
     for column in ("jobs_admitted", "gpu_allocation_ratio", "mean_lca_tier", "fragmentation"):
         assert column in frame.columns
+
+
+def only_problem(caught: pytest.ExceptionInfo[InputError]) -> Problem:
+    problems = caught.value.problems
+    assert len(problems) == 1, [str(p) for p in problems]
+    return problems[0]
+
+
+def test_negative_tier_limit_is_refused(demo):
+    """The PodGroup CRD refuses a negative highestTierAllowed, so a variant cannot have one."""
+    with pytest.raises(InputError) as caught:
+        whatif.with_topology_limit(demo, "default/llm-pretrain", -1)
+    p = only_problem(caught)
+    assert (p.file, p.obj, p.field) == (
+        "what-if",
+        'Job "default/llm-pretrain"',
+        "networkTopology.highestTierAllowed",
+    )
+    assert "must not be negative" in p.message
+
+
+def test_unknown_topology_mode_is_refused(demo):
+    with pytest.raises(InputError) as caught:
+        whatif.with_topology_limit(demo, "default/bert-finetune", 1, "strict")
+    p = only_problem(caught)
+    assert (p.obj, p.field) == ('Job "default/bert-finetune"', "networkTopology.mode")
+    assert "hard or soft" in p.message
+
+
+def test_queue_variant_breaking_a_webhook_rule_is_refused(demo):
+    """team-a guarantees 8 GPUs; a deserved of 4 would put its guarantee above its deserved,
+    which the Queue ValidatingAdmissionPolicy refuses."""
+    with pytest.raises(InputError) as caught:
+        whatif.with_queue(demo, "team-a", deserved={"nvidia.com/gpu": 4})
+    p = only_problem(caught)
+    assert (p.file, p.obj, p.field) == ("what-if", 'Queue "team-a"', "guarantee.nvidia.com/gpu")
+    assert "must be <= deserved.nvidia.com/gpu (4)" in p.message
+
+
+ONE_CPU = Task("main", 1, Resources.parse({"cpu": "1"}))
+
+
+@pytest.mark.parametrize(
+    ("job", "field", "fragment"),
+    [
+        (Job("lost", queue="nowhere", tasks=(ONE_CPU,)), "queue", 'queue "nowhere" does not exist'),
+        (
+            Job("probe", queue="research", tasks=(ONE_CPU,)),
+            "queue",
+            "not a leaf queue (child queues: team-a, team-b)",
+        ),
+        (
+            Job(
+                "ghost",
+                queue="team-b",
+                tasks=(ONE_CPU,),
+                running=(RunningPod(0, "node-404", "main"),),
+            ),
+            "running[0].node",
+            'node "node-404" does not exist',
+        ),
+        (Job("notebooks", queue="inference", tasks=(ONE_CPU,)), "name", "duplicate job name"),
+    ],
+    ids=["missing-queue", "parent-queue", "missing-node", "duplicate"],
+)
+def test_job_variant_breaking_a_rule_is_refused(demo, job, field, fragment):
+    """An added job must name an existing leaf queue (research has children, and Volcano only
+    schedules jobs of leaf queues), run its pods on existing nodes, and have a name of its own
+    in its namespace (the demo has a default/notebooks)."""
+    with pytest.raises(InputError) as caught:
+        whatif.with_jobs(demo, added=[job])
+    p = only_problem(caught)
+    assert (p.file, p.obj, p.field) == ("what-if", f'Job "{job.key}"', field)
+    assert fragment in p.message
+
+
+def test_node_variant_in_an_unconfigured_zone_is_refused(demo):
+    """The demo's tdm plugin configures rz1 only."""
+    extra = Node("node-009", Resources.parse({"cpu": "8"}), labels={REVOCABLE_ZONE: "rz2"})
+    with pytest.raises(InputError) as caught:
+        whatif.with_nodes(demo, added=[extra])
+    p = only_problem(caught)
+    assert (p.obj, p.field) == ('Node "node-009"', f"labels.{REVOCABLE_ZONE}")
+    assert 'revocable zone "rz2" is not configured' in p.message
+
+
+def test_scheduler_argument_variant_is_checked_like_the_file(demo):
+    """tdm is the sixth plugin of the demo's second tier."""
+    with pytest.raises(InputError) as caught:
+        whatif.with_scheduler_arguments(demo, "tdm", **{"tdm.evict.period": "soon"})
+    p = only_problem(caught)
+    assert (p.obj, p.field) == (
+        'Instance "demo"',
+        "scheduler.tiers[1].plugins[5].arguments.tdm.evict.period",
+    )

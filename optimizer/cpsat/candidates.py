@@ -14,36 +14,23 @@ card): then the model only counts such devices, and nothing else may share them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from models.cluster import Node
 from models.gpu import FULL_CORES, GpuFilter, GpuRequest
 from models.instance import Instance
 from models.tdm import node_zone, pod_revocable_zone, window_closes_at
+from models.vocabulary import UNSCHEDULABLE_TAINT
 from models.workload import Task
 
 from .classes import DeviceClass, NodeClass
+from .records import Candidates, Group
 
-if TYPE_CHECKING:
-    from .data import Group
-
-CORDON_ANNOTATION = "hami.io/device-cordon"
-UNSCHEDULABLE_TAINT = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
 NO_FILTER = GpuFilter()
-
-
-@dataclass
-class Candidates:
-    classes: list[int] = field(default_factory=list)
-    containers: dict[int, list[list[tuple[int, bool]]]] = field(default_factory=dict)
-    """Per candidate class, per GPU container: (device class, takes it whole) for every device
-    class the container may use there."""
 
 
 def device_pool(node: Node) -> list[int]:
     """HAMi's device checks that depend on neither the pod nor what else runs (§3.3)."""
-    cordoned = {t.strip() for t in node.annotations.get(CORDON_ANNOTATION, "").split(",")}
+    cordoned = node.cordoned_gpus
     return [
         d
         for d, dev in enumerate(node.gpus)
@@ -63,7 +50,7 @@ def taints_ok(task: Task, node: Node) -> bool:
         (t.key, t.value, t.effect) for t in node.taints if t.effect in ("NoSchedule", "NoExecute")
     ]
     if node.unschedulable:
-        taints.append(UNSCHEDULABLE_TAINT)
+        taints.append((UNSCHEDULABLE_TAINT, "", "NoSchedule"))
     return all(any(tol.tolerates(*taint) for tol in task.tolerations) for taint in taints)
 
 

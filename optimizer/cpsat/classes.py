@@ -20,15 +20,14 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from models.cluster import Node
 from models.gpu import GpuDevice
 from models.instance import Instance
 from models.tdm import node_zone
 
-if TYPE_CHECKING:
-    from .data import Group, RunningPod
+from .records import Group, RunningPod
+from .units import model_units
 
 SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
 
@@ -260,8 +259,6 @@ def _node_key(
     sig: _Signatures,
     keys: frozenset[str],
 ) -> tuple[object, ...]:
-    from .data import model_units
-
     held: Counter[str] = Counter()
     held_pods = 0
     for i in sig.on_node[n]:
@@ -301,8 +298,6 @@ def build_classes(
 ) -> tuple[list[NodeClass], list[int], list[EvictGroup]]:
     """The node classes, each node's class (-1 for a node outside ``nodes``, when only those
     are open to new pods) and the eviction groups of all classes."""
-    from .data import model_units
-
     sig = _Signatures(instance, running, pools, uuids_read(groups))
     keys = label_keys_read(groups)
     by_key: dict[tuple[object, ...], list[int]] = {}

@@ -280,30 +280,35 @@ def gpu_distinct(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
     gives a container at most its devices per node), all on one NUMA node when bound."""
     for g in data.groups:
         for c in g.classes:
-            for k, request in enumerate(g.gpus):
-                if v.is_pooled(g.index, k, c):
-                    continue
-                options = g.where.containers[c][k]
-                count = v.count[g.index, c]
-                devices = data.classes[c].devices
-                if len(options) > 1:
-                    m.add(lsum(v.use[g.index, k, c, d] for d, _ in options) == request.nums * count)
-                numas = v.numa_nodes(g.index, k, c)
-                if not numas:
-                    if request.nums > 1 and len(options) > 1:
-                        for d, _ in options:
-                            m.add(v.use[g.index, k, c, d] <= devices[d].per_node * count)
-                    continue
-                on = {q: v.on_numa[g.index, k, c, q] for q in numas}
-                m.add(lsum(on.values()) == count)
-                for q, var in on.items():
-                    inside = [d for d, _ in options if devices[d].device.numa == q]
-                    m.add(lsum(v.uses(g.index, k, c, d) for d in inside) == request.nums * var)
-                    for d in inside:
-                        m.add(v.uses(g.index, k, c, d) <= devices[d].per_node * var)
-                for d, _ in options:
-                    if devices[d].device.numa not in on:
-                        m.add(v.uses(g.index, k, c, d) == 0)
+            for k in range(len(g.gpus)):
+                if not v.is_pooled(g.index, k, c):
+                    _container_devices(m, v, g.index, k, c)
+
+
+def _container_devices(m: cp_model.CpModel, v: Variables, g: int, k: int, c: int) -> None:
+    group = v.data.groups[g]
+    nums = group.gpus[k].nums
+    options = group.where.containers[c][k]
+    count = v.count[g, c]
+    devices = v.data.classes[c].devices
+    if len(options) > 1:
+        m.add(lsum(v.use[g, k, c, d] for d, _ in options) == nums * count)
+    numas = v.numa_nodes(g, k, c)
+    if not numas:
+        if nums > 1 and len(options) > 1:
+            for d, _ in options:
+                m.add(v.use[g, k, c, d] <= devices[d].per_node * count)
+        return
+    on = {q: v.on_numa[g, k, c, q] for q in numas}
+    m.add(lsum(on.values()) == count)
+    for q, var in on.items():
+        inside = [d for d, _ in options if devices[d].device.numa == q]
+        m.add(lsum(v.uses(g, k, c, d) for d in inside) == nums * var)
+        for d in inside:
+            m.add(v.uses(g, k, c, d) <= devices[d].per_node * var)
+    for d, _ in options:
+        if devices[d].device.numa not in on:
+            m.add(v.uses(g, k, c, d) == 0)
 
 
 def gang(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
@@ -342,14 +347,10 @@ def topology_hard(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
         return
     top = data.instance.topology.top_tier
     for unit in data.units:
-        spec = unit.job.network_topology
-        if unit.index not in v.admit or spec is None or spec.mode != "hard":
-            continue
-        if spec.highest_tier is None or spec.highest_tier >= top:
-            continue
-        allowed = [i for i, t in enumerate(data.levels) if t <= spec.highest_tier]
-        if unit.size > 1:
-            continue  # one pod is always inside one HyperNode
+        limit = data.instance.hard_topology_limit(unit.job)
+        if unit.index not in v.admit or limit is None or limit >= top or unit.size > 1:
+            continue  # a unit of several jobs has one pod each, always inside one HyperNode
+        allowed = [i for i, t in enumerate(data.levels) if t <= limit]
         m.add(within_level(v, unit.index, allowed[-1]) >= v.admit[unit.index])
 
 

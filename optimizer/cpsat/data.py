@@ -8,130 +8,27 @@ admits them in the order Volcano would try them. Everything that does not depend
 decision — which classes a group may use at all, what running pods hold, each queue's limit —
 is worked out here once, so the model only contains decisions that can actually be taken.
 
-Amounts are integers in *model units*: Volcano units, except memory-like resources in MiB so
-that coefficients stay small. MiB rounding always errs on the safe side: a pod's request is
-rounded up where it counts against a limit and down where it counts towards a floor; limits
-are rounded down and floors up. The verifier judges bytes, so a model-feasible plan passes it.
+Amounts are integers in *model units* (``units.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from math import ceil
 
 from models.cluster import Node
-from models.gpu import GpuRequest
 from models.instance import Instance
 from models.queues import QueueAttrs, capacity_flat, capacity_hierarchical, proportion_deserved
-from models.resources import INFINITE, MEMORY, PODS, Resources
-from models.tdm import (
-    MAX_UNAVAILABLE_KEYS,
-    MIN_AVAILABLE_KEYS,
-    job_eviction_budget,
-    parse_go_bool,
-    pod_preemptable,
-)
+from models.resources import Resources
+from models.tdm import has_disruption_budget, job_eviction_budget, pod_preemptable
+from models.vocabulary import CRITICAL_PRIORITY_CLASSES, SYSTEM_NAMESPACE
 from models.workload import DeviceShare, Job, Pod, Task
 
-from .candidates import Candidates, candidate_key, device_pool, find_candidates
+from .candidates import candidate_key, device_pool, find_candidates
 from .classes import EvictGroup, NodeClass, build_classes, topology_levels
+from .records import Candidates, Group, RunningPod, Unit
+from .units import model_units
 from .view import View
-
-MIB = 2**20
-MIB_RESOURCES = frozenset({MEMORY, "ephemeral-storage"})
-UNLIMITED = 2**62
-"""Model stand-in for an unlimited quota (Volcano's infinity does not fit in int64)."""
-PROTECTED_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
-NUMA_BIND_ANNOTATION = "nvidia.com/numa-bind"
-
-
-def model_units(resources: Mapping[str, int], *, round_up: bool) -> dict[str, int]:
-    """``resources`` in model units (``pods`` dropped); ``round_up`` says which way MiB round."""
-    out = {}
-    for name, amount in resources.items():
-        if name == PODS:
-            continue
-        if amount >= INFINITE // 2:
-            out[name] = UNLIMITED
-        elif name in MIB_RESOURCES:
-            out[name] = ceil(amount / MIB) if round_up else amount // MIB
-        else:
-            out[name] = amount
-    return out
-
-
-@dataclass
-class Group:
-    """The pending pods of one task: of one job, or of the interchangeable jobs of a unit."""
-
-    index: int
-    unit: int
-    task: Task
-    pods: list[Pod]
-    """In the order their jobs are admitted (a unit's jobs in Volcano's order)."""
-    request: dict[str, int]
-    """Per pod, rounded up (what it takes from a limit)."""
-    request_floor: dict[str, int]
-    """Per pod, rounded down (what it adds towards a floor such as a guarantee)."""
-    value: int
-    """Stage-1 worth of one pod (GPU-equivalents × 1000, see :func:`pod_value`)."""
-    numa_bind: bool
-    """Each multi-GPU container must take its devices from one NUMA node."""
-    job: Job
-    """The (first) job the pods belong to; a unit's jobs agree on everything but the name."""
-    where: Candidates = field(default_factory=Candidates)
-    """Classes and device classes the group may use (static predicates pass)."""
-
-    @property
-    def gpus(self) -> tuple[GpuRequest, ...]:
-        """One request per GPU container (empty for a pod without GPUs)."""
-        return self.task.gpu
-
-    @property
-    def size(self) -> int:
-        return len(self.pods)
-
-    @property
-    def classes(self) -> list[int]:
-        return self.where.classes
-
-
-@dataclass
-class Unit:
-    """What is admitted as a whole: one job, or ``len(jobs)`` interchangeable single-pod jobs
-    (then the model decides how many of them start, not which)."""
-
-    index: int
-    jobs: list[Job]
-    groups: list[int] = field(default_factory=list)
-    running: list[int] = field(default_factory=list)
-
-    @property
-    def key(self) -> str:
-        return self.jobs[0].key
-
-    @property
-    def size(self) -> int:
-        return len(self.jobs)
-
-    @property
-    def job(self) -> Job:
-        return self.jobs[0]
-
-
-@dataclass
-class RunningPod:
-    pod: Pod
-    job: Job
-    task: Task
-    node: int
-    request: dict[str, int]
-    request_floor: dict[str, int]
-    gpus: list[tuple[int, int, int]]
-    """(device index on the node, memory, cores) per held device share."""
-    evictable: bool
-    value: int
 
 
 @dataclass
@@ -289,7 +186,7 @@ class _Builder:
         self.largest = max((d.memory for d in gpu_devices), default=1) or 1
         total_cpu = instance.total_allocatable.get("cpu")
         self.cpu_per_gpu = total_cpu / len(gpu_devices) if gpu_devices and total_cpu else 1000
-        self.evictions_on = bool(set(instance.scheduler.actions) & {"preempt", "reclaim"})
+        self.evictions_on = instance.scheduler.evicts
         self.groups: list[Group] = []
         self.running: list[RunningPod] = []
         self.resources: set[str] = set()
@@ -314,7 +211,7 @@ class _Builder:
                 pending = [j.pods[0] for j in unit.jobs]
             if not pending:
                 continue
-            numa_bind = bool(parse_go_bool(task.annotations.get(NUMA_BIND_ANNOTATION, "")))
+            numa_bind = task.numa_bind
             group = Group(
                 len(self.groups),
                 unit.index,
@@ -358,7 +255,9 @@ class _Builder:
         node = self.instance.node_by_name[node_name]
         dev_index = {d.id: i for i, d in enumerate(node.gpus)}
         held = [(dev_index[s.id], s.memory, s.cores) for s in shares if s.id in dev_index]
-        protected = job.namespace == "kube-system" or job.priority_class in PROTECTED_CLASSES
+        protected = (
+            job.namespace == SYSTEM_NAMESPACE or job.priority_class in CRITICAL_PRIORITY_CLASSES
+        )
         evictable = (
             may_evict
             and self.evictions_on
@@ -442,7 +341,7 @@ def compile_instance(
         queue_members=members,
         leaf_ok=leaf_ok,
         evictions_on=builder.evictions_on,
-        topology_on=instance.scheduler.has("network-topology-aware"),
+        topology_on=instance.scheduler.enforces_topology,
         eviction_budget=_budgets(jobs),
         levels=levels,
         domains=domains,
@@ -455,7 +354,7 @@ def compile_instance(
 def _budgets(jobs: Sequence[Job]) -> dict[str, int]:
     budget = {}
     for job in jobs:
-        if any(job.annotations.get(k) for k in (*MAX_UNAVAILABLE_KEYS, *MIN_AVAILABLE_KEYS)):
+        if has_disruption_budget(job.annotations):
             running_count = sum(1 for p in job.pods if p.running)
             budget[job.key] = job_eviction_budget(job.annotations, job.replicas, running_count, 0)
     return budget

@@ -23,7 +23,8 @@ from models.gpu import FULL_CORES, GpuDevice, GpuRequest
 from models.workload import DeviceShare
 
 from ..plan import Placement
-from .data import Compiled, Group
+from .data import Compiled
+from .records import Group
 from .variables import Values, Variables
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..plan import Placement, Plan
-from .data import Compiled, Group
+from .data import Compiled
+from .records import Group
 from .variables import Variables
 
 

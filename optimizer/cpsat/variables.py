@@ -21,7 +21,8 @@ from ortools.sat.python import cp_model
 from ortools.sat.python.cp_model_helper import FlatIntExpr
 
 from .classes import DeviceClass, NodeClass
-from .data import Compiled, Group
+from .data import Compiled
+from .records import Group
 
 IntVar = cp_model.IntVar
 Expr = cp_model.LinearExprT

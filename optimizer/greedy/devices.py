@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from models.gpu import FULL_CORES, GpuRequest
+from models.vocabulary import NOUSE_GPU_TYPE as NOUSE_TYPE
+from models.vocabulary import USE_GPU_TYPE as USE_TYPE
 from models.workload import DeviceShare
 
 from .api import GpuState, NodeInfo, TaskInfo
@@ -27,8 +29,6 @@ PLUGIN = "deviceshare"
 BINPACK = "binpack"
 SPREAD = "spread"
 
-USE_TYPE = "nvidia.com/use-gputype"
-NOUSE_TYPE = "nvidia.com/nouse-gputype"
 PODGROUP_POLICY = "volcano.sh/vgpu-podgroup-policy"
 VENDOR = "NVIDIA"
 """Volcano's request type: a device is only usable if its type contains this (case-sensitive)."""

@@ -252,10 +252,7 @@ class Session:
         if spec is not None:
             # Volcano quirk (§9.6): soft is hard with the virtual top as the limit, and hard
             # without a (resolved) tier is not hard at all: it takes the plain path.
-            if spec.mode == "soft":
-                info.hard_tier = self.topology.top_tier
-            elif spec.highest_tier is not None:
-                info.hard_tier = spec.highest_tier
+            info.hard_tier = spec.search_limit(self.topology.top_tier)
             placed = {t.node for t in tasks.values() if t.node}
             if placed:
                 info.allocated_hypernode = self.topology.lowest_common(placed) or ""

@@ -7,11 +7,11 @@ their own, so the PodGroup's class stands in for it; the namespace test is Volca
 
 from __future__ import annotations
 
+from models.vocabulary import CRITICAL_PRIORITY_CLASSES as CRITICAL_CLASSES
+from models.vocabulary import SYSTEM_NAMESPACE
+
 from ..api import TaskInfo
 from ..session import PERMIT, Plugin, Session
-
-CRITICAL_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
-SYSTEM_NAMESPACE = "kube-system"
 
 
 class ConformancePlugin(Plugin):

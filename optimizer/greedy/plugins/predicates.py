@@ -19,12 +19,12 @@ from collections.abc import Mapping
 from models.cluster import Taint
 from models.resources import CPU, MEMORY
 from models.topology import LabelSelector
+from models.vocabulary import UNSCHEDULABLE_TAINT
 from models.workload import Toleration
 
 from ..api import NodeInfo, TaskInfo, vadd, vsub
 from ..session import UNRESOLVABLE, UNSCHEDULABLE, Event, EventHandler, FitFailure, Plugin, Session
 
-UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 DO_NOT_SCHEDULE = frozenset({"NoSchedule", "NoExecute"})
 DEFAULT_MILLI_CPU = 100
 """kube-scheduler ``DefaultMilliCPURequest``: what a pod without a CPU request counts for."""

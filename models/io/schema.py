@@ -2,7 +2,7 @@
 
 This layer only knows field names and JSON types; it rejects unknown fields and wrong types
 with their exact location. Meaning (quantities, references, Volcano's admission rules) is
-checked afterwards by ``models.load`` and the domain modules, which also name the object.
+checked afterwards by ``models.io.compact`` and the domain modules, which also name the object.
 Field names are spelled as in YAML, so a location can be printed back to the user verbatim.
 """
 
@@ -11,6 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+from ..queues import DEFAULT_QUEUE
+from ..vocabulary import DEFAULT_NAMESPACE
 
 ResourceList = dict[StrictStr, Any]
 
@@ -184,8 +187,8 @@ class RunningIn(_Strict):
 
 class JobIn(_Strict):
     name: StrictStr = Field(min_length=1)
-    namespace: StrictStr = "default"
-    queue: StrictStr = "default"
+    namespace: StrictStr = DEFAULT_NAMESPACE
+    queue: StrictStr = DEFAULT_QUEUE
     priorityClassName: StrictStr = ""
     priority: StrictInt | None = None
     minAvailable: StrictInt | None = None

@@ -1,0 +1,367 @@
+"""The ``jobs`` of a compact document: PodGroups, their tasks and the pods already running.
+
+Reading a job resolves what its fields only name (a PriorityClass, a tier by its name), splits
+a task's resources into what the node fit counts and what HAMi's device layer books, and
+normalises its GPU request. Problems of the job's own fields are reported here, on the path
+they are written at; rules that relate the job to other objects are checked on the finished
+instance (:func:`models.instance.validate_instance`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from ..errors import Diagnostics, obj_name
+from ..golang import parse_go_duration
+from ..gpu import GPU_RESOURCE_NAMES, GpuRequest, container_gpu_request, gpu_filter
+from ..resources import NVIDIA_GPU, Resources
+from ..selectors import LabelRequirement, LabelSelector, validate_label_selector
+from ..topology import HyperNode, tiers_by_name
+from ..vocabulary import TASK_SPEC, TOPOLOGY_HIGHEST_TIER, TOPOLOGY_MODE
+from ..workload import (
+    HARD,
+    PENDING,
+    RUNNING,
+    TOPOLOGY_MODES,
+    DeviceShare,
+    Job,
+    NetworkTopology,
+    RunningPod,
+    Task,
+    Toleration,
+)
+from . import schema as s
+from .errors import sub_problems
+from .values import as_utc, read_datetime, read_resources
+
+_DEVICE_ONLY = GPU_RESOURCE_NAMES - {
+    NVIDIA_GPU,
+    "volcano.sh/vgpu-number",
+    "volcano.sh/vgpu-memory",
+    "volcano.sh/vgpu-cores",
+}
+"""HAMi request names the device layer books; kube-scheduler never sees them as node resources."""
+_GPU_PROBLEM = re.compile(r"^(limits|requests)\[([^\]]+)\]: (.*)$", re.DOTALL)
+"""How ``container_gpu_request`` names the resource it refuses."""
+_SHARE_LIST = TypeAdapter(list[s.DeviceShareIn])
+_EXPRESSIONS = TypeAdapter(list[s.LabelExpressionIn])
+_REQUIRED_AFFINITY = "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+
+
+class _Parsed:
+    """A resource list both as written (for GPU request parsing) and in vcopt units.
+
+    ``split`` tells whether the task wrote ``{requests, limits}`` or one flat list, so that
+    messages can spell the path the way the file does.
+    """
+
+    __slots__ = ("raw", "resources", "split")
+
+    def __init__(self, raw: Mapping[str, Any], resources: Resources, split: bool) -> None:
+        self.raw = raw
+        self.resources = resources
+        self.split = split
+
+
+class JobReader:
+    """Builds the jobs of one document; ``classes`` are its PriorityClasses by name."""
+
+    def __init__(
+        self,
+        diag: Diagnostics,
+        classes: Mapping[str, int],
+        default_class: int | None,
+        hypernodes: Sequence[HyperNode],
+    ) -> None:
+        self.diag = diag
+        self.classes = classes
+        self.default_class = default_class
+        self.tier_names = tiers_by_name(hypernodes)
+
+    def jobs(self, raws: Sequence[s.JobIn]) -> tuple[Job, ...]:
+        """The jobs in file order, each with its creation rank (``creationTimestamp``, then
+        file order): Volcano's ordering fallback."""
+        keyed = []
+        for index, raw in enumerate(raws):
+            job = self._job(raw)
+            stamp = None
+            if raw.creationTimestamp is not None:
+                stamp = read_datetime(raw.creationTimestamp)
+                if stamp is None:
+                    self.diag.error(job_obj(raw), "creationTimestamp", "expected an RFC 3339 time")
+            created = as_utc(stamp) if stamp else datetime.min.replace(tzinfo=UTC)
+            keyed.append((created, index, job))
+        keyed.sort(key=lambda t: (t[0], t[1]))
+        rank = {id(job): order for order, (_, _, job) in enumerate(keyed)}
+        return tuple(
+            replace(job, order=rank[id(job)]) for _, _, job in sorted(keyed, key=lambda t: t[1])
+        )
+
+    def _job(self, raw: s.JobIn) -> Job:
+        obj = job_obj(raw)
+        priority = self._priority(raw.priority, raw.priorityClassName, self.default_class, obj)
+        tasks = self._tasks(raw, obj)
+        replicas = sum(t.replicas for t in tasks)
+        min_task_member = dict(raw.minTaskMember)
+        for task in tasks:
+            if task.min_available is not None:
+                min_task_member.setdefault(task.role, task.min_available)
+        running = self._running(raw, tasks)
+        duration = None
+        if raw.duration is not None:
+            try:
+                duration = parse_go_duration(raw.duration)
+            except ValueError as err:
+                self.diag.error(obj, "duration", str(err))
+        return Job(
+            name=raw.name,
+            namespace=raw.namespace,
+            queue=raw.queue,
+            priority=priority,
+            priority_class=raw.priorityClassName,
+            min_available=raw.minAvailable if raw.minAvailable is not None else replicas,
+            min_task_member=min_task_member,
+            min_resources=(
+                read_resources(raw.minResources, obj, "minResources", self.diag)
+                if raw.minResources is not None
+                else None
+            ),
+            network_topology=self._network_topology(raw, obj),
+            labels=dict(raw.labels),
+            annotations=dict(raw.annotations),
+            duration=duration,
+            phase=raw.phase or (RUNNING if running else PENDING),
+            tasks=tasks,
+            running=running,
+        )
+
+    def _priority(
+        self,
+        value: int | None,
+        class_name: str,
+        default_class: int | None,
+        obj: str,
+        field: str = "priorityClassName",
+    ) -> int:
+        if value is not None:
+            return value
+        if class_name:
+            if class_name not in self.classes:
+                self.diag.error(obj, field, f'PriorityClass "{class_name}" does not exist')
+                return 0
+            return self.classes[class_name]
+        return default_class or 0
+
+    def _network_topology(self, raw: s.JobIn, obj: str) -> NetworkTopology | None:
+        """``spec.networkTopology``, or the PodGroup annotations that stand for it."""
+        spec = raw.networkTopology
+        if spec is None:
+            return self._annotated_topology(raw, obj)
+        tier = spec.highestTierAllowed
+        if spec.highestTierName is not None:
+            if tier is not None:
+                self.diag.error(
+                    obj, "networkTopology", "set highestTierAllowed or highestTierName, not both"
+                )
+            else:
+                tier = self.tier_names.get(spec.highestTierName)
+        return NetworkTopology(spec.mode, tier, spec.highestTierName)
+
+    def _annotated_topology(self, raw: s.JobIn, obj: str) -> NetworkTopology | None:
+        """The annotation form; a value that cannot be read is reported on its annotation and
+        left out."""
+        annotations = raw.annotations
+        if TOPOLOGY_MODE not in annotations and TOPOLOGY_HIGHEST_TIER not in annotations:
+            return None
+        mode = annotations.get(TOPOLOGY_MODE, HARD)
+        if mode not in TOPOLOGY_MODES:
+            self.diag.error(obj, f"annotations.{TOPOLOGY_MODE}", "must be hard or soft")
+            mode = HARD
+        tier = None
+        text = annotations.get(TOPOLOGY_HIGHEST_TIER)
+        field = f"annotations.{TOPOLOGY_HIGHEST_TIER}"
+        if text is not None:
+            try:
+                tier = int(text)
+            except ValueError:
+                self.diag.error(obj, field, f"expected an integer tier, got {text!r}")
+        if tier is not None and tier < 0:
+            self.diag.error(obj, field, "must not be negative")
+            tier = None
+        return NetworkTopology(mode, tier)
+
+    # -- tasks ---------------------------------------------------------------------------
+
+    def _tasks(self, raw: s.JobIn, obj: str) -> tuple[Task, ...]:
+        return tuple(self._task(raw, t, obj, f"tasks[{i}]") for i, t in enumerate(raw.tasks))
+
+    def _task(self, job: s.JobIn, t: s.TaskIn, obj: str, field: str) -> Task:
+        errors = len(self.diag.errors)
+        requests, limits = self._container(t.resources, obj, f"{field}.resources")
+        resources = Resources(
+            {k: v for k, v in requests.resources.items() if k not in _DEVICE_ONLY}
+        )
+        init = resources
+        if t.initResources is not None:
+            init = resources.max_dim(
+                read_resources(t.initResources, obj, f"{field}.initResources", self.diag)
+            )
+        gpu: tuple[GpuRequest, ...] = ()
+        if len(self.diag.errors) == errors:
+            gpu = self._gpu_request(requests, limits, obj, f"{field}.resources")
+        return Task(
+            name=t.name,
+            replicas=t.replicas,
+            resources=resources,
+            init_resources=init,
+            gpu=gpu,
+            gpu_filter=gpu_filter(t.annotations) if gpu else None,
+            priority=self._priority(
+                t.priority, t.priorityClassName, None, obj, f"{field}.priorityClassName"
+            ),
+            preemption_policy=t.preemptionPolicy,
+            role=_role(job, t),
+            min_available=t.minAvailable,
+            labels=dict(t.labels),
+            annotations=dict(t.annotations),
+            node_selector=dict(t.nodeSelector),
+            required_affinity=self._affinity(t.affinity, obj, f"{field}.affinity"),
+            tolerations=tuple(
+                Toleration(x.key, x.operator, x.value, x.effect) for x in t.tolerations
+            ),
+        )
+
+    def _gpu_request(
+        self, requests: _Parsed, limits: _Parsed, obj: str, field: str
+    ) -> tuple[GpuRequest, ...]:
+        """The container's GPU request; a refusal is reported on the resource it names."""
+        try:
+            request = container_gpu_request(limits.raw, requests.raw)
+        except ValueError as err:
+            message = str(err)
+            named = _GPU_PROBLEM.match(message)
+            if named is None:
+                self.diag.error(obj, field, message)
+            else:
+                source, name, rest = named.groups()
+                where = f"{field}.{source}" if requests.split else field
+                self.diag.error(obj, f"{where}.{name}", rest)
+            return ()
+        return (request,) if request is not None else ()
+
+    def _container(self, raw: Mapping[str, Any], obj: str, field: str) -> tuple[_Parsed, _Parsed]:
+        """A task's ``resources``: a flat list (requests = limits) or ``{requests, limits}``;
+        as in Kubernetes, a limit without a request sets the request."""
+        split = bool(
+            raw
+            and set(raw) <= {"requests", "limits"}
+            and all(isinstance(v, Mapping) for v in raw.values())
+        )
+        if not split:
+            flat = dict(raw)
+            resources = read_resources(flat, obj, field, self.diag)
+            return _Parsed(flat, resources, split), _Parsed(flat, resources, split)
+        limits_raw = dict(raw.get("limits") or {})
+        requests_raw = dict(raw.get("requests") or {})
+        limits = read_resources(limits_raw, obj, f"{field}.limits", self.diag)
+        requests = read_resources(requests_raw, obj, f"{field}.requests", self.diag)
+        merged = {**limits_raw, **requests_raw}
+        amounts = dict(limits) | {name: requests.get(name) for name in requests_raw}
+        return _Parsed(merged, Resources(amounts), split), _Parsed(limits_raw, limits, split)
+
+    def _affinity(
+        self, raw: Mapping[str, Any] | None, obj: str, field: str
+    ) -> tuple[LabelSelector, ...]:
+        """Required node affinity: its nodeSelectorTerms; pod (anti-)affinity is not modelled."""
+        if not raw:
+            return ()
+        node_affinity = raw.get("nodeAffinity") or {}
+        for key in raw:
+            if key != "nodeAffinity":
+                self.diag.warn(
+                    obj, f"{field}.{key}", "pod (anti-)affinity is not modelled; ignored"
+                )
+        required = (
+            node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
+            if isinstance(node_affinity, Mapping)
+            else None
+        )
+        if not required:
+            return ()
+        terms_raw = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
+        if not isinstance(terms_raw, list) or not terms_raw:
+            self.diag.error(
+                obj,
+                f"{field}.{_REQUIRED_AFFINITY}",
+                "nodeSelectorTerms must be a non-empty list",
+            )
+            return ()
+        terms = (
+            self._term(term, obj, f"{field}.{_REQUIRED_AFFINITY}.nodeSelectorTerms[{i}]")
+            for i, term in enumerate(terms_raw)
+        )
+        return tuple(term for term in terms if term is not None)
+
+    def _term(self, term: object, obj: str, path: str) -> LabelSelector | None:
+        if not isinstance(term, Mapping):
+            self.diag.error(obj, path, "must be a mapping")
+            return None
+        try:
+            exprs = _EXPRESSIONS.validate_python(term.get("matchExpressions") or [])
+        except ValidationError as err:
+            self.diag.errors.extend(sub_problems(err, obj, f"{path}.matchExpressions"))
+            return None
+        selector = LabelSelector(
+            (), tuple(LabelRequirement(e.key, e.operator, tuple(e.values)) for e in exprs)
+        )
+        validate_label_selector(selector, obj, path, self.diag)
+        return selector
+
+    # -- running pods --------------------------------------------------------------------
+
+    def _running(self, raw: s.JobIn, tasks: Sequence[Task]) -> tuple[RunningPod, ...]:
+        """The pods already bound; a pod of a one-task job may leave its task out."""
+        obj = job_obj(raw)
+        only = tasks[0].name if len({t.name for t in tasks}) == 1 else ""
+        out = []
+        for i, r in enumerate(raw.running):
+            shares = self._running_gpus(r.gpus, obj, f"running[{i}]")
+            out.append(RunningPod(r.index, r.node, r.task or only, shares))
+        return tuple(out)
+
+    def _running_gpus(
+        self, raw: object, obj: str, field: str
+    ) -> tuple[tuple[DeviceShare, ...], ...]:
+        """A flat list is a one-container pod; a list of lists gives one list per container."""
+        if not raw:
+            return ()
+        nested = isinstance(raw, list) and all(isinstance(x, list) for x in raw)
+        try:
+            if nested:
+                containers = [_SHARE_LIST.validate_python(c) for c in raw]  # type: ignore[union-attr]
+            else:
+                containers = [_SHARE_LIST.validate_python(raw)]
+        except ValidationError as err:
+            self.diag.errors.extend(sub_problems(err, obj, f"{field}.gpus"))
+            return ()
+        return tuple(tuple(DeviceShare(x.id, x.memory, x.cores) for x in c) for c in containers)
+
+
+def job_obj(raw: s.JobIn) -> str:
+    return obj_name("Job", raw.name, raw.namespace)
+
+
+def _role(job: s.JobIn, t: s.TaskIn) -> str:
+    """The task's role for ``minTaskMember``: its ``volcano.sh/task-spec`` annotation, else its
+    name, except that a job keying ``minTaskMember`` by ``''`` puts unnamed tasks there."""
+    if TASK_SPEC in t.annotations:
+        return t.annotations[TASK_SPEC]
+    if "" in job.minTaskMember and t.name not in job.minTaskMember:
+        return ""
+    return t.name

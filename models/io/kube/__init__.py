@@ -1,0 +1,92 @@
+"""Reading a ``kubectl get -o yaml`` dump as an instance (DESIGN §3, the second input form).
+
+A snapshot of a live cluster is a stream of Kubernetes objects. They are not built into domain
+objects here: they are translated into the compact ``kind: Instance`` document and handed to
+the same loader, so that the two forms cannot disagree on defaults or validation. This package
+only knows how Kubernetes, Volcano and HAMi spell things in live objects: which fields are
+bookkeeping, how a vcjob names its pods, where a bound pod's GPU devices are written.
+
+Conventions for what kubectl objects cannot say by themselves:
+
+- A pod without a PodGroup (or whose PodGroup is not in the dump) becomes a one-pod job named
+  after the pod, with the single task ``main``: plans call the pod ``<name>-main-0``.
+- ``now`` (and ``timezone``) are read from the data of a ConfigMap named ``vcopt-snapshot``;
+  without it the loader reads TDM windows at the current time.
+- A PodGroup without pods in the dump is dropped with a warning: Volcano creates a vcjob's
+  pods only once its PodGroup is Inqueue, and vcopt cannot place a job whose pods it cannot see.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ...errors import Diagnostics, Problem
+from ...vocabulary import API_VERSION
+from .cluster import ClusterReader
+from .objects import ObjectReader
+from .workload import WorkloadReader
+
+__all__ = ["compact_from_objects"]
+
+
+def compact_from_objects(
+    docs: Sequence[object], file: str
+) -> tuple[dict[str, Any], list[Problem], list[Problem]]:
+    """The compact instance for a dump of Kubernetes objects, with its errors and warnings.
+
+    The instance is named after the file's stem. Problems name objects the way kubectl does
+    (``Pod "default/x"``) and fields by their path in that object.
+    """
+    diag = Diagnostics()
+    compact = _translate(docs, Path(file).stem, diag)
+    return compact, diag.errors, diag.warnings
+
+
+def _translate(docs: Sequence[object], name: str, diag: Diagnostics) -> dict[str, Any]:
+    """One pass over the stream collects every object; jobs are assembled afterwards."""
+    cluster = ClusterReader(diag)
+    workload = WorkloadReader(diag, cluster.priority_classes)
+    handlers = {
+        "Node": cluster.node,
+        "HyperNode": cluster.hypernode,
+        "Queue": cluster.queue,
+        "PriorityClass": cluster.priority_class,
+        "ConfigMap": cluster.configmap,
+    }
+    for position, o in enumerate(ObjectReader(diag).objects(docs)):
+        if o.kind in (*handlers, "PodGroup", "Pod") and not o.name:
+            diag.error(o.obj, "metadata.name", "required field is missing")
+        elif o.kind in handlers:
+            handlers[o.kind](o)
+        elif o.kind == "PodGroup":
+            workload.add_podgroup(o, position)
+        elif o.kind == "Pod":
+            workload.add_pod(o, position)
+        elif o.kind == "Job" and o.api_version.startswith("batch.volcano.sh/"):
+            diag.warn(
+                o.obj,
+                "",
+                "a vcjob is not a snapshot object; ignored (dump its PodGroup and Pods, "
+                "or write it under jobs: in the compact form)",
+            )
+        else:
+            diag.warn(o.obj, "", "not a snapshot object; ignored")
+    out: dict[str, Any] = {
+        "apiVersion": API_VERSION,
+        "kind": "Instance",
+        "metadata": {"name": name},
+        **cluster.snapshot,
+    }
+    if cluster.scheduler is not None:
+        out["scheduler"] = cluster.scheduler
+    sections = {
+        "priorityClasses": cluster.priority_classes,
+        "nodes": cluster.nodes,
+        "hypernodes": cluster.hypernodes,
+        "queues": cluster.queues,
+        "jobs": workload.jobs(),
+    }
+    out.update({key: items for key, items in sections.items() if items})
+    return out

@@ -1,0 +1,141 @@
+"""The cluster objects of a dump: Nodes, HyperNodes, Queues, PriorityClasses, ConfigMaps.
+
+Each is translated into its entry of the compact form as it comes; only the fields the
+compact form has are kept, and a Node that is not Ready is read as unschedulable, as Volcano
+places nothing on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ...errors import Diagnostics, InputError
+from ...yamlio import load_documents
+from .objects import KubeObject, ObjectReader, type_name
+
+SCHEDULER_CONF_KEY = "volcano-scheduler.conf"
+SNAPSHOT_CONFIGMAP = "vcopt-snapshot"
+
+
+class ClusterReader(ObjectReader):
+    """Collects the compact entries of the cluster objects, in stream order."""
+
+    def __init__(self, diag: Diagnostics) -> None:
+        super().__init__(diag)
+        self.nodes: list[dict[str, Any]] = []
+        self.hypernodes: list[dict[str, Any]] = []
+        self.queues: list[dict[str, Any]] = []
+        self.priority_classes: list[dict[str, Any]] = []
+        self.scheduler: object = None
+        self.scheduler_source = ""
+        self.snapshot: dict[str, Any] = {}
+
+    def node(self, o: KubeObject) -> None:
+        spec = self._mapping(o, o.doc, "spec", "spec")
+        status = self._mapping(o, o.doc, "status", "status")
+        node: dict[str, Any] = {"name": o.name}
+        for key in ("labels", "annotations"):
+            values = self._metadata_map(o, key)
+            if values:
+                node[key] = values
+        taints = []
+        for i, taint in enumerate(self._list(o, spec, "taints", "spec.taints")):
+            if isinstance(taint, Mapping):
+                taints.append({k: taint[k] for k in ("key", "value", "effect") if k in taint})
+            else:
+                self.diag.error(o.obj, f"spec.taints[{i}]", "expected a mapping")
+        if taints:
+            node["taints"] = taints
+        allocatable = self._mapping(o, status, "allocatable", "status.allocatable")
+        if allocatable:
+            node["allocatable"] = dict(allocatable)
+        unschedulable = spec.get("unschedulable", False)
+        if not isinstance(unschedulable, bool):
+            self.diag.error(o.obj, "spec.unschedulable", "expected true or false")
+            unschedulable = False
+        ready = _condition(self._list(o, status, "conditions", "status.conditions"), "Ready")
+        if ready not in (None, "True") and not unschedulable:
+            self.diag.warn(
+                o.obj,
+                "status.conditions",
+                f"Ready is {ready}: read as unschedulable (Volcano places nothing on the node)",
+            )
+            unschedulable = True
+        if unschedulable:
+            node["unschedulable"] = True
+        self.nodes.append(node)
+
+    def hypernode(self, o: KubeObject) -> None:
+        spec = self._mapping(o, o.doc, "spec", "spec")
+        self.hypernodes.append({"name": o.name, **spec})
+
+    def queue(self, o: KubeObject) -> None:
+        spec = self._mapping(o, o.doc, "spec", "spec")
+        queue = {"name": o.name, **spec}
+        state = self._mapping(o, o.doc, "status", "status").get("state")
+        if "state" not in queue and isinstance(state, str) and state:
+            if state in ("Closing", "Unknown"):
+                self.diag.warn(
+                    o.obj,
+                    "status.state",
+                    f"{state}: read as Closed (Volcano admits new jobs only to Open queues)",
+                )
+                state = "Closed"
+            queue["state"] = state
+        self.queues.append(queue)
+
+    def priority_class(self, o: KubeObject) -> None:
+        keys = ("value", "globalDefault", "description", "preemptionPolicy")
+        self.priority_classes.append({"name": o.name, **{k: o.doc[k] for k in keys if k in o.doc}})
+
+    def configmap(self, o: KubeObject) -> None:
+        data = self._mapping(o, o.doc, "data", "data")
+        used = False
+        if SCHEDULER_CONF_KEY in data:
+            used = True
+            self._scheduler_conf(o, data[SCHEDULER_CONF_KEY])
+        if o.name == SNAPSHOT_CONFIGMAP:
+            used = True
+            for key, value in data.items():
+                if key in self.snapshot:
+                    self.diag.error(o.obj, f"data.{key}", "set by two vcopt-snapshot ConfigMaps")
+                elif key in ("now", "timezone"):
+                    self.snapshot[key] = value
+                elif key != SCHEDULER_CONF_KEY:
+                    self.diag.warn(o.obj, f"data.{key}", "unknown key (expected now, timezone)")
+        if not used:
+            self.diag.warn(o.obj, "", "not a snapshot object; ignored")
+
+    def _scheduler_conf(self, o: KubeObject, text: object) -> None:
+        field = f"data.{SCHEDULER_CONF_KEY}"
+        if self.scheduler_source:
+            self.diag.error(
+                o.obj, field, f"a second scheduler configuration ({self.scheduler_source} has one)"
+            )
+            return
+        self.scheduler_source = o.obj
+        if not isinstance(text, str):
+            self.diag.error(o.obj, field, f"expected a string, got {type_name(text)}")
+            return
+        try:
+            confs = load_documents(text, o.obj)
+        except InputError as err:
+            for problem in err.problems:
+                self.diag.error(o.obj, field, problem.message)
+            return
+        if not confs:
+            self.diag.warn(o.obj, field, "empty: the Helm chart's default configuration is used")
+        elif len(confs) > 1:
+            self.diag.error(o.obj, field, f"expected one YAML document, got {len(confs)}")
+        elif not isinstance(confs[0], Mapping):
+            self.diag.error(o.obj, field, "expected a mapping with actions and tiers")
+        else:
+            self.scheduler = confs[0]
+
+
+def _condition(conditions: list[Any], kind: str) -> str | None:
+    for condition in conditions:
+        if isinstance(condition, Mapping) and condition.get("type") == kind:
+            return str(condition.get("status"))
+    return None

@@ -1,0 +1,144 @@
+"""The objects of a ``kubectl get -o yaml`` dump, and typed access to their fields.
+
+A dump is a stream of documents, each an object or a ``List`` of them; every object is read
+with the same care: a field of the wrong type is reported on its path and read as empty, so
+one bad field never hides the problems of the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import Diagnostics, obj_name
+from ...vocabulary import DEFAULT_NAMESPACE
+
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+@dataclass(frozen=True)
+class KubeObject:
+    """One object of the dump, wherever it sat (a document or a List's items)."""
+
+    kind: str
+    api_version: str
+    doc: Mapping[str, Any]
+    metadata: Mapping[str, Any]
+    name: str
+    namespace: str
+    obj: str
+
+
+@dataclass(frozen=True)
+class PodView:
+    """A pod that takes part in the snapshot, with its maps already checked."""
+
+    o: KubeObject
+    position: int
+    spec: Mapping[str, Any]
+    annotations: Mapping[str, str]
+    """As written: the PodGroup, queue and GPU allocation are read from here."""
+    task_annotations: Mapping[str, str]
+    labels: Mapping[str, str]
+    node: str | None
+    containers: Sequence[Mapping[str, Any]]
+    init_containers: Sequence[Mapping[str, Any]]
+
+
+class ObjectReader:
+    """Reads objects of the stream and their fields, reporting problems into ``diag``."""
+
+    def __init__(self, diag: Diagnostics) -> None:
+        self.diag = diag
+
+    def objects(self, docs: Sequence[object]) -> Iterator[KubeObject]:
+        for n, doc in enumerate(docs, 1):
+            yield from self._expand(doc, f"document {n}", None)
+
+    def _expand(self, doc: object, where: str, item_kind: str | None) -> Iterator[KubeObject]:
+        """The objects of one document; a ``List`` (or ``PodList``…) yields its items."""
+        if not isinstance(doc, Mapping):
+            self.diag.error(
+                where,
+                "",
+                f"expected a Kubernetes object (a mapping with a kind), got {type_name(doc)}",
+            )
+            return
+        kind = doc.get("kind", item_kind)
+        if not isinstance(kind, str) or not kind:
+            self.diag.error(where, "kind", "required: every object needs a kind")
+            return
+        if kind == "List" or (kind.endswith("List") and "items" in doc):
+            items = doc.get("items") or []
+            if not isinstance(items, list):
+                self.diag.error(where, "items", f"expected a list, got {type_name(items)}")
+                return
+            for i, item in enumerate(items):
+                yield from self._expand(item, f"{where} items[{i}]", kind[:-4] or None)
+            return
+        metadata = doc.get("metadata")
+        if not isinstance(metadata, Mapping):
+            metadata = {}
+        name = metadata.get("name")
+        name = name if isinstance(name, str) else ""
+        namespace = metadata.get("namespace")
+        namespace = namespace if isinstance(namespace, str) and namespace else ""
+        if kind in ("Pod", "PodGroup") and not namespace:
+            namespace = DEFAULT_NAMESPACE
+        api_version = doc.get("apiVersion")
+        yield KubeObject(
+            kind=kind,
+            api_version=api_version if isinstance(api_version, str) else "",
+            doc=doc,
+            metadata=metadata,
+            name=name,
+            namespace=namespace,
+            obj=obj_name(kind, name, namespace) if name else f"{kind} ({where})",
+        )
+
+    def _mapping(self, o: KubeObject, parent: Mapping[str, Any], key: str, field: str) -> Mapping:
+        value = parent.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            self.diag.error(o.obj, field, f"expected a mapping, got {type_name(value)}")
+            return {}
+        return value
+
+    def _list(self, o: KubeObject, parent: Mapping[str, Any], key: str, field: str) -> list[Any]:
+        value = parent.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            self.diag.error(o.obj, field, f"expected a list, got {type_name(value)}")
+            return []
+        return value
+
+    def _strings(
+        self, o: KubeObject, parent: Mapping[str, Any], key: str, field: str
+    ) -> dict[str, str]:
+        out = {}
+        for k, v in self._mapping(o, parent, key, field).items():
+            if isinstance(k, str) and isinstance(v, str):
+                out[k] = v
+            else:
+                self.diag.error(o.obj, f"{field}.{k}", f"expected a string, got {v!r}")
+        return out
+
+    def _metadata_map(self, o: KubeObject, key: str) -> dict[str, str]:
+        values = self._strings(o, o.metadata, key, f"metadata.{key}")
+        values.pop(LAST_APPLIED, None)
+        return values
+
+
+def type_name(value: object) -> str:
+    names = {
+        type(None): "nothing",
+        list: "a list",
+        str: "a string",
+        int: "a number",
+        float: "a number",
+        bool: "a boolean",
+    }
+    return names.get(type(value), type(value).__name__)

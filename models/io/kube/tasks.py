@@ -1,0 +1,286 @@
+"""The pods of one task, read back into the task and running entries of the compact form.
+
+A task's pods must agree on everything that makes up the task (requests, priority, node
+selection, tolerations); labels and annotations that controllers write per pod are dropped
+with a warning, unless they are in a domain vcopt reads. A bound pod's GPU devices are read
+from the allocation annotations HAMi or Volcano wrote on it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...gpu import GPU_RESOURCE_NAMES
+from ...quantity import QuantityError
+from ...resources import format_amount, parse_amount
+from ...vocabulary import HAMI_ALLOCATED, VOLCANO_ALLOCATED
+from .objects import KubeObject, ObjectReader, PodView
+
+_READ_DOMAINS = ("volcano.sh", "nvidia.com", "hami.io")
+"""Label and annotation domains vcopt reads: a difference there changes scheduling."""
+_COMPARED_SPEC = (
+    "priority",
+    "priorityClassName",
+    "preemptionPolicy",
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "topologySpreadConstraints",
+    "schedulerName",
+)
+_TOLERATION_KEYS = ("key", "operator", "value", "effect", "tolerationSeconds")
+INDEX = re.compile(r"[0-9]+")
+_UNSET = (None, "", {}, [])
+"""Values a task entry leaves out (a priority of 0 is kept)."""
+
+
+class TaskReader(ObjectReader):
+    """Turns the pods of one task into its compact task and running entries."""
+
+    def task(self, name: str, indexed: list[tuple[int, PodView]]) -> dict[str, Any]:
+        """One task from its pods, which must be numbered 0..n-1 and identical."""
+        self._check_alike(name, indexed)
+        views = [view for _, view in indexed]
+        ref = views[0]
+        spec = ref.spec
+        resources, init = self._pod_resources(ref)
+        task: dict[str, Any] = {
+            "name": name,
+            "replicas": len(views),
+            "resources": resources,
+            "initResources": init,
+            "priority": spec.get("priority"),
+            "priorityClassName": spec.get("priorityClassName"),
+            "preemptionPolicy": spec.get("preemptionPolicy"),
+            "labels": self._common(name, views, "labels"),
+            "annotations": self._common(name, views, "task_annotations"),
+            **self._placement_rules(ref),
+        }
+        return {key: value for key, value in task.items() if value not in _UNSET}
+
+    def _check_alike(self, name: str, indexed: list[tuple[int, PodView]]) -> None:
+        ordered = sorted(indexed, key=lambda item: item[0])
+        for expected, (index, view) in enumerate(ordered):
+            if index != expected:
+                self.diag.error(
+                    view.o.obj,
+                    "metadata.name",
+                    f"index {index}: the {len(ordered)} pods of task {name!r} must be "
+                    f"numbered 0..{len(ordered) - 1}",
+                )
+                break
+        ref = indexed[0][1]
+        reference = _projection(ref)
+        for _, view in indexed[1:]:
+            field = _first_difference(reference, _projection(view), "spec")
+            if field is not None:
+                self.diag.error(
+                    view.o.obj,
+                    field,
+                    f"differs from pod {ref.o.name!r}: the pods of one task must be identical",
+                )
+                break
+
+    def _placement_rules(self, ref: PodView) -> dict[str, Any]:
+        """What decides where the task's pods may go, as the pod spells it."""
+        o, spec = ref.o, ref.spec
+        node_selector = self._strings(o, spec, "nodeSelector", "spec.nodeSelector")
+        affinity = dict(self._mapping(o, spec, "affinity", "spec.affinity"))
+        tolerations = []
+        for i, tol in enumerate(self._list(o, spec, "tolerations", "spec.tolerations")):
+            if isinstance(tol, Mapping):
+                tolerations.append({k: tol[k] for k in _TOLERATION_KEYS if tol.get(k) is not None})
+            else:
+                self.diag.error(o.obj, f"spec.tolerations[{i}]", "expected a mapping")
+        return {
+            "nodeSelector": node_selector,
+            "affinity": affinity,
+            "tolerations": tolerations,
+            "topologySpreadConstraints": self._list(
+                o, spec, "topologySpreadConstraints", "spec.topologySpreadConstraints"
+            ),
+        }
+
+    def _common(self, task: str, views: list[PodView], attr: str) -> dict[str, str]:
+        """Labels or annotations shared by all pods of a task.
+
+        Others are dropped with a warning (IPs and hashes written by controllers differ from pod
+        to pod); a difference in a domain vcopt reads would change scheduling, so it is an error.
+        """
+        ref = views[0]
+        field = "metadata.labels" if attr == "labels" else "metadata.annotations"
+        maps = [getattr(v, attr) for v in views]
+        keys = list(dict.fromkeys(k for m in maps for k in m))
+        common, dropped = {}, []
+        for key in keys:
+            differing = next(
+                (v for v, m in zip(views, maps, strict=True) if m.get(key) != maps[0].get(key)),
+                None,
+            )
+            if differing is None:
+                common[key] = maps[0][key]
+            elif _read_by_vcopt(key):
+                self.diag.error(
+                    differing.o.obj,
+                    f"{field}.{key}",
+                    f"differs from pod {ref.o.name!r}: the pods of one task must be identical",
+                )
+            else:
+                dropped.append(key)
+        if dropped:
+            self.diag.warn(
+                ref.o.obj,
+                field,
+                f"differ between the pods of task {task!r} and are dropped: {', '.join(dropped)}",
+            )
+        return common
+
+    def _pod_resources(self, view: PodView) -> tuple[dict[str, Any], dict[str, str]]:
+        """Container requests and limits summed over the app containers (a limit without a
+        request sets the request, per container, as Kubernetes does), and the per-resource
+        maximum over the init containers."""
+        requests: dict[str, int] = {}
+        limits: dict[str, int] = {}
+        gpu_containers = 0
+        for i, container in enumerate(view.containers):
+            wanted, limited = self._container_amounts(view.o, container, f"spec.containers[{i}]")
+            for name, amount in wanted.items():
+                requests[name] = requests.get(name, 0) + amount
+            for name, amount in limited.items():
+                limits[name] = limits.get(name, 0) + amount
+            gpu_containers += bool(GPU_RESOURCE_NAMES & set(wanted))
+        if gpu_containers > 1:
+            self.diag.warn(
+                view.o.obj,
+                "spec.containers",
+                f"{gpu_containers} containers request GPUs: vcopt models one container per "
+                "task, so their requests are summed (HAMi and Volcano fit each container apart)",
+            )
+        init: dict[str, int] = {}
+        for i, container in enumerate(view.init_containers):
+            wanted, _ = self._container_amounts(view.o, container, f"spec.initContainers[{i}]")
+            for name, amount in wanted.items():
+                init[name] = max(init.get(name, 0), amount)
+        resources = {}
+        if requests:
+            resources["requests"] = _formatted(requests)
+        if limits:
+            resources["limits"] = _formatted(limits)
+        return resources, _formatted(init)
+
+    def _container_amounts(
+        self, o: KubeObject, container: Mapping[str, Any], field: str
+    ) -> tuple[dict[str, int], dict[str, int]]:
+        resources = self._mapping(o, container, "resources", f"{field}.resources")
+        amounts = []
+        for key in ("requests", "limits"):
+            path = f"{field}.resources.{key}"
+            values: dict[str, int] = {}
+            for name, value in self._mapping(o, resources, key, path).items():
+                try:
+                    values[str(name)] = parse_amount(str(name), value)
+                except QuantityError as err:
+                    self.diag.error(o.obj, f"{path}.{name}", str(err))
+            amounts.append(values)
+        requests, limits = amounts
+        return {**limits, **requests}, limits
+
+    def running(self, task: str, indexed: list[tuple[int, PodView]]) -> list[dict[str, Any]]:
+        out = []
+        for index, view in sorted(indexed, key=lambda item: item[0]):
+            if view.node is None:
+                continue
+            entry: dict[str, Any] = {"index": index, "node": view.node, "task": task}
+            gpus = self._allocated_gpus(view)
+            if gpus:
+                entry["gpus"] = gpus[0] if len(gpus) == 1 else gpus
+            out.append(entry)
+        return out
+
+    def _allocated_gpus(self, view: PodView) -> list[list[dict[str, Any]]]:
+        """Per GPU-holding app container, the devices of a bound pod (hami-gpu.md §6)."""
+        o = view.o
+        if HAMI_ALLOCATED in view.annotations:
+            key = HAMI_ALLOCATED
+            field = f"metadata.annotations.{key}"
+            text = view.annotations[key].strip()
+            if not text:
+                return []
+            parts = text.removesuffix(";").split(";")
+            init, apps = len(view.init_containers), len(view.containers)
+            if len(parts) != init + apps:
+                self.diag.error(
+                    o.obj,
+                    field,
+                    f"lists {len(parts)} containers, but the pod has {init} init and {apps} "
+                    "app containers (each container ends with ';', init containers first)",
+                )
+                return []
+            if any(p.strip() for p in parts[:init]):
+                self.diag.warn(o.obj, field, "GPUs held by init containers are not modelled")
+            parts = parts[init:]
+        elif VOLCANO_ALLOCATED in view.annotations:
+            key = VOLCANO_ALLOCATED
+            field = f"metadata.annotations.{key}"
+            parts = view.annotations[key].split(";")
+        else:
+            return []
+        containers = [self._devices(o, field, part) for part in parts]
+        return [c for c in containers if c]
+
+    def _devices(self, o: KubeObject, field: str, part: str) -> list[dict[str, Any]]:
+        devices = []
+        for entry in (e.strip() for e in part.split(":")):
+            if not entry:
+                continue
+            fields = entry.split(",")
+            if len(fields) != 4 or not all(INDEX.fullmatch(f.strip()) for f in fields[2:]):
+                self.diag.error(
+                    o.obj, field, f"device {entry!r}: expected UUID,NVIDIA,<memory MiB>,<cores>"
+                )
+                continue
+            uuid, _, memory, cores = fields
+            devices.append({"id": uuid.strip(), "memory": int(memory), "cores": int(cores)})
+        return devices
+
+
+def _projection(view: PodView) -> dict[str, Any]:
+    """The parts of a pod spec that make up its task, spelled as in the pod; the container
+    lists are the checked ones of the view (a malformed list is already reported)."""
+
+    def resources(containers: Sequence[Mapping[str, Any]]) -> list[object]:
+        return [{"resources": c.get("resources")} for c in containers]
+
+    return {
+        "containers": resources(view.containers),
+        "initContainers": resources(view.init_containers),
+        **{key: view.spec.get(key) for key in _COMPARED_SPEC},
+    }
+
+
+def _first_difference(a: object, b: object, path: str) -> str | None:
+    """The path of the first leaf where ``a`` and ``b`` differ, or None when they are equal."""
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        for key in [*a, *(k for k in b if k not in a)]:
+            found = _first_difference(a.get(key), b.get(key), f"{path}.{key}")
+            if found is not None:
+                return found
+        return None
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            found = _first_difference(x, y, f"{path}[{i}]")
+            if found is not None:
+                return found
+        return None
+    return None if a == b else path
+
+
+def _read_by_vcopt(key: str) -> bool:
+    domain = key.partition("/")[0] if "/" in key else ""
+    return any(domain == d or domain.endswith(f".{d}") for d in _READ_DOMAINS)
+
+
+def _formatted(amounts: Mapping[str, int]) -> dict[str, str]:
+    return {name: format_amount(name, amount) for name, amount in amounts.items()}

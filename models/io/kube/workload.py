@@ -1,0 +1,319 @@
+"""The workload of a dump: PodGroups and Pods, assembled into the jobs of the compact form.
+
+Jobs are assembled only once the whole stream is read, because a pod may come before its
+PodGroup and a PodGroup before its PriorityClass. A PodGroup's pods are named
+``<podgroup>-<task>-<index>`` as a vcjob's are (or carry ``volcano.sh/task-spec``); a pod that
+belongs to no PodGroup of the dump is a one-pod job of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ...errors import Diagnostics
+from ...queues import DEFAULT_QUEUE
+from ...vocabulary import HAMI_ALLOCATED, HAMI_NODE, HAMI_TO_ALLOCATE, TASK_SPEC, VOLCANO_ALLOCATED
+from .objects import LAST_APPLIED, KubeObject, PodView
+from .tasks import INDEX, TaskReader
+
+GROUP_NAME_KEYS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
+"""Pod annotations naming the PodGroup, Volcano's own first."""
+QUEUE_NAME_KEYS = ("scheduling.volcano.sh/queue-name", "volcano.sh/queue-name")
+LONE_TASK = "main"
+VOLCANO_SCHEDULER = "volcano"
+
+_POD_BOOKKEEPING = frozenset(
+    {
+        *GROUP_NAME_KEYS,
+        *QUEUE_NAME_KEYS,
+        LAST_APPLIED,
+        "volcano.sh/job-name",
+        "volcano.sh/job-version",
+        "volcano.sh/job-retry-count",
+        "volcano.sh/template-uid",
+        "volcano.sh/task-index",
+        "batch.kubernetes.io/job-completion-index",
+        HAMI_ALLOCATED,
+        HAMI_TO_ALLOCATE,
+        HAMI_NODE,
+        "hami.io/vgpu-time",
+        "hami.io/vgpu-mig-allocations",
+        "hami.io/bind-phase",
+        "hami.io/bind-time",
+        VOLCANO_ALLOCATED,
+        "volcano.sh/devices-to-allocate",
+        "volcano.sh/vgpu-node",
+        "volcano.sh/vgpu-time",
+        "volcano.sh/bind-phase",
+        "volcano.sh/bind-time",
+    }
+)
+"""Pod annotations the job controller, the scheduler or HAMi write; they say nothing about what
+the pod asks for, and several differ from pod to pod."""
+_PODINDEX_LABELS = frozenset(
+    {
+        "volcano.sh/task-index",
+        "apps.kubernetes.io/pod-index",
+        "statefulset.kubernetes.io/pod-name",
+        "batch.kubernetes.io/job-completion-index",
+    }
+)
+"""Pod labels that carry the pod's own index, so they always differ within a task."""
+_NETWORK_TOPOLOGY_KEYS = ("mode", "highestTierAllowed", "highestTierName")
+_PODGROUP_SPEC_KEYS = frozenset(
+    {"minMember", "minTaskMember", "minResources", "queue", "priorityClassName", "networkTopology"}
+)
+_FINISHED = ("Succeeded", "Failed")
+
+
+class WorkloadReader(TaskReader):
+    """Collects PodGroups and pods as they come; :meth:`jobs` assembles them at the end."""
+
+    def __init__(self, diag: Diagnostics, priority_classes: list[dict[str, Any]]) -> None:
+        super().__init__(diag)
+        self.priority_classes = priority_classes
+        """The PriorityClass entries read so far (the cluster reader's list, shared)."""
+        self.podgroups: dict[tuple[str, str], tuple[int, KubeObject]] = {}
+        self.pods: list[PodView] = []
+        self.seen_pods: set[tuple[str, str]] = set()
+
+    def add_podgroup(self, o: KubeObject, position: int) -> None:
+        key = (o.namespace, o.name)
+        if key in self.podgroups:
+            self.diag.error(o.obj, "metadata.name", "duplicate PodGroup in namespace")
+        else:
+            self.podgroups[key] = (position, o)
+
+    def add_pod(self, o: KubeObject, position: int) -> None:
+        if (o.namespace, o.name) in self.seen_pods:
+            self.diag.error(o.obj, "metadata.name", "duplicate Pod in namespace")
+            return
+        self.seen_pods.add((o.namespace, o.name))
+        view = self._pod_view(o, position)
+        if view is not None:
+            self.pods.append(view)
+
+    def _pod_view(self, o: KubeObject, position: int) -> PodView | None:
+        """The pod as it enters the snapshot, or None when Volcano has nothing to do with it."""
+        spec = self._mapping(o, o.doc, "spec", "spec")
+        phase = self._mapping(o, o.doc, "status", "status").get("phase") or "Pending"
+        if phase in _FINISHED:
+            self.diag.warn(o.obj, "status.phase", f"{phase}: a finished pod is ignored")
+            return None
+        node = spec.get("nodeName")
+        node = node if isinstance(node, str) and node else None
+        scheduler = spec.get("schedulerName", VOLCANO_SCHEDULER)
+        if scheduler != VOLCANO_SCHEDULER:
+            if node is None:
+                self.diag.warn(
+                    o.obj, "spec.schedulerName", f"{scheduler!r}: not Volcano's pod; ignored"
+                )
+                return None
+            self.diag.warn(
+                o.obj,
+                "spec.schedulerName",
+                f"{scheduler!r}: kept as a running pod so that its node resources stay in use",
+            )
+        containers = self._list(o, spec, "containers", "spec.containers")
+        init_containers = self._list(o, spec, "initContainers", "spec.initContainers")
+        if not containers:
+            if spec.get("containers") in (None, []):
+                self.diag.error(o.obj, "spec.containers", "a pod needs at least one container")
+            return None
+        for key, items in (("containers", containers), ("initContainers", init_containers)):
+            for i, container in enumerate(items):
+                if not isinstance(container, Mapping):
+                    self.diag.error(o.obj, f"spec.{key}[{i}]", "expected a mapping")
+                    return None
+        annotations = self._metadata_map(o, "annotations")
+        labels = self._metadata_map(o, "labels")
+        return PodView(
+            o=o,
+            position=position,
+            spec=spec,
+            annotations=annotations,
+            task_annotations={k: v for k, v in annotations.items() if k not in _POD_BOOKKEEPING},
+            labels={k: v for k, v in labels.items() if k not in _PODINDEX_LABELS},
+            node=node,
+            containers=containers,
+            init_containers=init_containers,
+        )
+
+    def jobs(self) -> list[dict[str, Any]]:
+        """Jobs in the order their PodGroup (or lone pod) appeared: the loader's tie-break."""
+        members: dict[tuple[str, str], list[PodView]] = {key: [] for key in self.podgroups}
+        positioned: list[tuple[int, dict[str, Any]]] = []
+        for view in self.pods:
+            key_name = next((k for k in GROUP_NAME_KEYS if view.annotations.get(k)), None)
+            group = view.annotations[key_name] if key_name else ""
+            if (view.o.namespace, group) in members:
+                members[view.o.namespace, group].append(view)
+                continue
+            if key_name:
+                self.diag.warn(
+                    view.o.obj,
+                    f"metadata.annotations.{key_name}",
+                    f"PodGroup {group!r} is not in the snapshot; the pod is read as its own job",
+                )
+            job = self._lone_job(view)
+            if job is not None:
+                positioned.append((view.position, job))
+        for key, (position, o) in self.podgroups.items():
+            job = self._podgroup_job(o, members[key])
+            if job is not None:
+                positioned.append((position, job))
+        positioned.sort(key=lambda item: item[0])
+        return [job for _, job in positioned]
+
+    def _podgroup_job(self, o: KubeObject, views: list[PodView]) -> dict[str, Any] | None:
+        if not views:
+            self.diag.warn(
+                o.obj,
+                "",
+                "no pods in the snapshot, so there is nothing to place; ignored (Volcano "
+                "creates a vcjob's pods once its PodGroup is Inqueue)",
+            )
+            return None
+        spec = self._mapping(o, o.doc, "spec", "spec")
+        job: dict[str, Any] = {
+            "name": o.name,
+            "namespace": o.namespace,
+            "queue": spec.get("queue") or DEFAULT_QUEUE,
+            **self._podgroup_spec(o, spec),
+        }
+        phase = self._mapping(o, o.doc, "status", "status").get("phase")
+        if phase:
+            job["phase"] = phase
+        self._job_metadata(o, job)
+        tasks: dict[str, list[tuple[int, PodView]]] = {}
+        for view in views:
+            named = self._task_and_index(view, o.name)
+            if named is not None:
+                tasks.setdefault(named[0], []).append((named[1], view))
+        if not tasks:
+            return None
+        job["tasks"] = []
+        running = []
+        for task_name, indexed in tasks.items():
+            job["tasks"].append(self.task(task_name, indexed))
+            running.extend(self.running(task_name, indexed))
+            self._warn_renamed(o.name, task_name, indexed)
+        if running:
+            job["running"] = running
+        return job
+
+    def _podgroup_spec(self, o: KubeObject, spec: Mapping[str, Any]) -> dict[str, Any]:
+        """The PodGroup spec fields the compact job has; the others are warned about."""
+        out: dict[str, Any] = {}
+        for key, name in (
+            ("minMember", "minAvailable"),
+            ("minTaskMember", "minTaskMember"),
+            ("minResources", "minResources"),
+        ):
+            if key in spec:
+                out[name] = spec[key]
+        class_name = spec.get("priorityClassName")
+        if class_name:
+            out["priorityClassName"] = class_name
+            known = {pc["name"] for pc in self.priority_classes}
+            if isinstance(class_name, str) and class_name not in known:
+                default = self._default_priority()
+                self.diag.warn(
+                    o.obj,
+                    "spec.priorityClassName",
+                    f"PriorityClass {class_name!r} is not in the snapshot; Volcano then uses "
+                    f"the default priority ({default})",
+                )
+                out["priority"] = default
+        topology = self._mapping(o, spec, "networkTopology", "spec.networkTopology")
+        if topology:
+            out["networkTopology"] = {
+                k: topology[k] for k in _NETWORK_TOPOLOGY_KEYS if k in topology
+            }
+            for key in topology:
+                if key not in _NETWORK_TOPOLOGY_KEYS:
+                    self._not_modelled(o, f"spec.networkTopology.{key}")
+        for key in spec:
+            if key not in _PODGROUP_SPEC_KEYS:
+                self._not_modelled(o, f"spec.{key}")
+        return out
+
+    def _lone_job(self, view: PodView) -> dict[str, Any] | None:
+        o = view.o
+        job: dict[str, Any] = {"name": o.name, "namespace": o.namespace}
+        queue = next((view.annotations[k] for k in QUEUE_NAME_KEYS if k in view.annotations), "")
+        job["queue"] = queue or DEFAULT_QUEUE
+        priority = view.spec.get("priority")
+        if priority is not None:
+            job["priority"] = priority
+        if view.spec.get("priorityClassName"):
+            job["priorityClassName"] = view.spec["priorityClassName"]
+        self._job_metadata(o, job, labels_and_annotations=False)
+        job["tasks"] = [self.task(LONE_TASK, [(0, view)])]
+        running = self.running(LONE_TASK, [(0, view)])
+        if running:
+            job["running"] = running
+        self.diag.warn(
+            o.obj,
+            "",
+            f"not in a PodGroup: read as a one-pod job whose pod plans call "
+            f"{o.namespace}/{o.name}-{LONE_TASK}-0",
+        )
+        return job
+
+    def _job_metadata(
+        self, o: KubeObject, job: dict[str, Any], *, labels_and_annotations: bool = True
+    ) -> None:
+        if labels_and_annotations:
+            for key in ("labels", "annotations"):
+                values = self._metadata_map(o, key)
+                if values:
+                    job[key] = values
+        if o.metadata.get("creationTimestamp") is not None:
+            job["creationTimestamp"] = o.metadata["creationTimestamp"]
+
+    def _default_priority(self) -> int:
+        for pc in self.priority_classes:
+            if pc.get("globalDefault") is True and isinstance(pc.get("value"), int):
+                return pc["value"]
+        return 0
+
+    def _not_modelled(self, o: KubeObject, field: str) -> None:
+        self.diag.warn(o.obj, field, "not modelled by vcopt; ignored")
+
+    def _task_and_index(self, view: PodView, podgroup: str) -> tuple[str, int] | None:
+        """A vcjob pod is ``<job>-<task>-<index>``; ``volcano.sh/task-spec`` names the task
+        when present (then only the index is read from the name)."""
+        o = view.o
+        stem, _, last = o.name.rpartition("-")
+        if not stem or not INDEX.fullmatch(last):
+            self.diag.error(
+                o.obj, "metadata.name", "expected <podgroup>-<task>-<index>: no -<index> suffix"
+            )
+            return None
+        task = view.annotations.get(TASK_SPEC)
+        if task:
+            return task, int(last)
+        prefix = f"{podgroup}-"
+        if not stem.startswith(prefix) or len(stem) == len(prefix):
+            self.diag.error(
+                o.obj,
+                "metadata.name",
+                f"expected <podgroup>-<task>-<index> with PodGroup {podgroup!r}, "
+                f"or a {TASK_SPEC} annotation naming the task",
+            )
+            return None
+        return stem[len(prefix) :], int(last)
+
+    def _warn_renamed(self, job: str, task: str, indexed: list[tuple[int, PodView]]) -> None:
+        for index, view in indexed:
+            planned = f"{job}-{task}-{index}"
+            if view.o.name != planned:
+                self.diag.warn(
+                    view.o.obj,
+                    "metadata.name",
+                    f"plans call the pods of task {task!r} <podgroup>-<task>-<index>, "
+                    f"this one {view.o.namespace}/{planned}",
+                )
+                return

@@ -1,0 +1,108 @@
+"""The exact search for a valid GPU assignment, for placements that leave their devices open.
+
+A plan may say only "this pod goes to node n"; the verifier must then decide whether *some*
+assignment of the node's devices fits all such pods at once beside what is already booked.
+That is a small exact-cover search, kept apart from the rules that call it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from models.gpu import FULL_CORES, GpuDevice, GpuRequest
+from models.workload import DeviceShare
+
+
+def is_exclusive(cores: int, device: GpuDevice) -> bool:
+    """A whole-compute assignment; exclusive only when the device has 100 cores (pitfall 5)."""
+    return cores == FULL_CORES and device.cores == FULL_CORES
+
+
+@dataclass(frozen=True, order=True)
+class Usage:
+    """What a device carries: slots, MiB, cores, and how many exclusive and zero-core shares."""
+
+    slots: int = 0
+    memory: int = 0
+    cores: int = 0
+    exclusive: int = 0
+    zero_cores: int = 0
+
+    @classmethod
+    def of(cls, device: GpuDevice, shares: Iterable[DeviceShare]) -> Usage:
+        usage = cls()
+        for share in shares:
+            usage = usage.plus(device, share.memory, share.cores)
+        return usage
+
+    def plus(self, device: GpuDevice, memory: int, cores: int) -> Usage:
+        return Usage(
+            self.slots + 1,
+            self.memory + memory,
+            self.cores + cores,
+            self.exclusive + is_exclusive(cores, device),
+            self.zero_cores + (cores == 0),
+        )
+
+    def accepts(self, device: GpuDevice, memory: int, cores: int) -> bool:
+        """Whether one more assignment keeps every §3.4 rule on this device."""
+        after = self.plus(device, memory, cores)
+        if after.slots > device.count or after.memory > device.memory:
+            return False
+        if after.cores > device.cores:
+            return False
+        if after.exclusive and after.slots > 1:
+            return False
+        return not (after.zero_cores and device.cores and after.cores == device.cores)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One GPU container still to be given devices."""
+
+    pod: str
+    request: GpuRequest
+    allowed: frozenset[int]
+    """Indexes (in ``node.gpus``) of the devices its filters allow."""
+    numa_bind: bool
+
+
+def assignable(devices: Sequence[GpuDevice], usage: list[Usage], units: list[Unit]) -> bool:
+    """Exact backtracking: can every unit get ``nums`` distinct allowed devices at once?
+
+    Failed states are remembered in a canonical form (devices that look alike to every unit
+    are interchangeable), so identical pods and identical devices are not searched twice.
+    """
+    units = sorted(units, key=lambda u: (-u.request.nums, -u.request.booked_cores))
+    looks = [
+        (d.memory, d.cores, d.count, d.numa, tuple(i in u.allowed for u in units))
+        for i, d in enumerate(devices)
+    ]
+    failed: set[tuple[int, tuple]] = set()
+
+    def search(k: int, state: list[Usage]) -> bool:
+        if k == len(units):
+            return True
+        key = (k, tuple(sorted(zip(looks, state, strict=True))))
+        if key in failed:
+            return False
+        unit = units[k]
+        for combo in itertools.combinations(sorted(unit.allowed), unit.request.nums):
+            if unit.numa_bind and len({devices[i].numa for i in combo}) > 1:
+                continue
+            after = list(state)
+            for i in combo:
+                memory = unit.request.memory_on(devices[i].memory)
+                cores = unit.request.booked_cores
+                if not state[i].accepts(devices[i], memory, cores):
+                    break
+                after[i] = state[i].plus(devices[i], memory, cores)
+            else:
+                if search(k + 1, after):
+                    return True
+        failed.add(key)
+        return False
+
+    return search(0, usage)

@@ -1,0 +1,62 @@
+"""Rules of whole jobs: the gang (minAvailable, minTaskMember) and the hard topology limit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from .context import Context, Violation
+
+
+def check_gang(ctx: Context) -> Iterator[Violation]:
+    """A job the plan places pods of has ≥ minAvailable ready pods, and per role ≥ its
+    minTaskMember (not checked when minAvailable < Σ minTaskMember, as Volcano does).
+
+    Ready = bound after the plan, plus pending BestEffort pods, which gang counts as ready
+    (volcano-scheduler.md §3, §9 item 17).
+    """
+    piped = {q.pod for q in ctx.plan.pipelined}
+    for job in ctx.placed_jobs:
+        ready = [
+            ctx.members[p.key].task
+            for p in job.pods
+            if p.key in ctx.bound
+            or (not p.running and ctx.members[p.key].task.best_effort and p.key not in piped)
+        ]
+        if len(ready) < job.min_available:
+            yield Violation(
+                "gang",
+                (job.key,),
+                f"job {job.key}: {len(ready)} pods ready < minAvailable {job.min_available}",
+            )
+        if job.min_available < sum(job.min_task_member.values()):
+            continue
+        for role, minimum in job.min_task_member.items():
+            count = sum(1 for t in ready if t.role == role)
+            if count < minimum:
+                yield Violation(
+                    "gang",
+                    (job.key,),
+                    f"job {job.key}: role {role or '(none)'} has {count} pods ready < "
+                    f"minTaskMember {minimum}",
+                )
+
+
+def check_topology_hard(ctx: Context) -> Iterator[Violation]:
+    """With ``network-topology-aware`` configured, a hard job (with a tier) that gets placements
+    has all its bound pods inside one HyperNode of tier ≤ highestTierAllowed. Soft mode, and
+    hard mode without the plugin or without a tier, constrain nothing (§4.2, §9 item 6)."""
+    topology = ctx.instance.topology
+    for job in ctx.placed_jobs:
+        limit = ctx.instance.hard_topology_limit(job)
+        if limit is None:
+            continue
+        nodes = sorted({ctx.bound[k].node for k in ctx.bound_of_job(job)})
+        tier = topology.lca_tier(nodes)
+        if tier > limit:
+            common = topology.lowest_common(nodes)
+            yield Violation(
+                "topology-hard",
+                (job.key, *nodes),
+                f"job {job.key}: pods span {', '.join(nodes)} (lowest common HyperNode "
+                f"{common}, tier {tier}) > highestTierAllowed {limit}",
+            )

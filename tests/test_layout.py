@@ -1,0 +1,121 @@
+"""The rules of the package layout (DESIGN §2): no import circle, the domain never reaches for
+the optimizer or OR-Tools, the verifier and the metrics import neither engine, and every module
+imports on its own in a fresh interpreter, dependencies first.
+
+The import graph is read from the source, function-level imports included (a lazy import that
+closes a circle is still a circle); imports under ``if TYPE_CHECKING:`` never run and are left
+out, and so is a module's implicit import of the packages it sits in.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("models", "optimizer")
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = list(path.relative_to(ROOT).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join(parts)] = path
+    return out
+
+
+def _statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement, nested ones included, except what ``if TYPE_CHECKING:`` guards."""
+    for node in body:
+        if isinstance(node, ast.If) and getattr(node.test, "id", "") == "TYPE_CHECKING":
+            yield from _statements(node.orelse)
+            continue
+        yield node
+        for field in ("body", "orelse", "finalbody"):
+            yield from _statements(getattr(node, field, None) or [])
+        for handler in getattr(node, "handlers", None) or []:
+            yield from _statements(handler.body)
+
+
+def _imported(name: str, path: Path) -> set[str]:
+    """The dotted names a module imports: modules, or a module's attributes."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in _statements(ast.parse(path.read_text(encoding="utf-8")).body):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                source = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                source = node.module or ""
+            out.add(source)
+            out.update(f"{source}.{alias.name}" for alias in node.names)
+    return out
+
+
+@pytest.fixture(scope="module")
+def graph() -> nx.DiGraph:
+    modules = _modules()
+    g = nx.DiGraph()
+    for name, path in modules.items():
+        g.add_node(name, imports=_imported(name, path))
+        for target in _imported(name, path):
+            if target in modules and target != name and not name.startswith(f"{target}."):
+                g.add_edge(name, target)
+    return g
+
+
+def test_the_graph_sees_the_packages(graph: nx.DiGraph) -> None:
+    """The reading above is not vacuous: it finds the modules and their known imports."""
+    assert {"models.instance", "models.io.compact", "optimizer.verify", "optimizer.plan"} <= set(
+        graph
+    )
+    assert graph.has_edge("models.io.compact", "models.instance")
+    assert graph.has_edge("optimizer.verify.context", "optimizer.plan")
+
+
+def test_no_import_circle(graph: nx.DiGraph) -> None:
+    circles = [sorted(c) for c in nx.strongly_connected_components(graph) if len(c) > 1]
+    assert circles == []
+
+
+def _reaches(graph: nx.DiGraph, module: str, prefixes: Sequence[str]) -> list[str]:
+    """Names under ``prefixes`` that ``module`` imports, directly or through project modules."""
+    found = []
+    for name in [module, *nx.descendants(graph, module)]:
+        for target in graph.nodes[name]["imports"]:
+            if any(target == p or target.startswith(f"{p}.") for p in prefixes):
+                found.append(f"{name} imports {target}")
+    return sorted(found)
+
+
+def test_the_domain_never_imports_the_optimizer_or_ortools(graph: nx.DiGraph) -> None:
+    for module in (m for m in graph if m.split(".")[0] == "models"):
+        assert _reaches(graph, module, ("optimizer", "ortools")) == []
+
+
+@pytest.mark.parametrize("judge", ["optimizer.verify", "optimizer.metrics"])
+def test_the_judges_import_neither_engine(graph: nx.DiGraph, judge: str) -> None:
+    assert _reaches(graph, judge, ("optimizer.greedy", "optimizer.cpsat", "ortools")) == []
+
+
+def test_every_module_imports_in_dependency_order(graph: nx.DiGraph) -> None:
+    """Dependencies first, in one fresh interpreter: no module needs another to be imported
+    before it beyond what it imports itself."""
+    order = list(reversed(list(nx.topological_sort(graph))))
+    code = f"import importlib\nfor name in {order!r}:\n    importlib.import_module(name)\n"
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr

@@ -1,0 +1,113 @@
+"""Job rules: gang and topology-hard."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from verify_kit import (
+    Doc,
+    build,
+    evict,
+    find,
+    place,
+    rules,
+    violations,
+)
+
+# -- gang, topology -----------------------------------------------------------------------------
+
+
+def test_gang() -> None:
+    """Only one of pair's two pods is placed: 1 ready < minAvailable 2."""
+    found = violations(build(), place("pair-w-0", "n1"))
+    assert [v.message for v in found] == ["job default/pair: 1 pods ready < minAvailable 2"]
+
+
+def _roles(min_available: int) -> Callable[[Doc], None]:
+    def edit(doc: Doc) -> None:
+        doc["jobs"].append(
+            {
+                "name": "ps-job",
+                "queue": "team-a",
+                "minAvailable": min_available,
+                "minTaskMember": {"ps": 1, "worker": 1},
+                "tasks": [
+                    {"name": "ps", "replicas": 1, "resources": {"cpu": "1"}},
+                    {"name": "worker", "replicas": 2, "resources": {"cpu": "1"}},
+                ],
+            }
+        )
+
+    return edit
+
+
+def test_gang_per_role_minimum() -> None:
+    """minAvailable 2 = Σ minTaskMember (ps 1 + worker 1): two workers make 2 ready pods, but
+    role ps has 0 < 1."""
+    found = violations(
+        build(_roles(2)), place("ps-job-worker-0", "n1"), place("ps-job-worker-1", "n1")
+    )
+    assert [v.message for v in found] == [
+        "job default/ps-job: role ps has 0 pods ready < minTaskMember 1"
+    ]
+
+
+def test_gang_per_role_skipped_when_min_available_is_below_the_role_sum() -> None:
+    """minAvailable 1 < Σ minTaskMember 2: Volcano skips the role check, one worker is enough."""
+    assert rules(build(_roles(1)), place("ps-job-worker-0", "n1")) == []
+
+
+def test_gang_counts_pending_best_effort_pods_as_ready() -> None:
+    """A job of a 1-cpu main pod and an empty-request sidecar, minAvailable 2: placing main is
+    enough, since gang counts the pending BestEffort sidecar as ready (spec §3, §9 item 17)."""
+
+    def edit(doc: Doc) -> None:
+        doc["jobs"].append(
+            {
+                "name": "be",
+                "queue": "team-a",
+                "minAvailable": 2,
+                "tasks": [
+                    {"name": "main", "replicas": 1, "resources": {"cpu": "1"}},
+                    {"name": "sidecar", "replicas": 1},
+                ],
+            }
+        )
+
+    assert rules(build(edit), place("be-main-0", "n1")) == []
+
+
+def test_gang_counts_running_pods_and_ignores_jobs_without_placements() -> None:
+    """batch (minAvailable 1) runs 3 pods: evicting all of them places nothing of batch, so gang
+    is not judged (with reason preempt: no budget, no guarantee check)."""
+    evictions = tuple(evict(f"batch-w-{i}", "n2", "preempt") for i in range(3))
+    assert rules(build(), evictions=evictions) == []
+
+
+def test_topology_hard() -> None:
+    """ring (hard, tier 1) on n1 (rack-1) and n3 (rack-2): lowest common HyperNode spine, tier 2."""
+    found = violations(build(), place("ring-w-0", "n1"), place("ring-w-1", "n3"))
+    assert [v.message for v in found] == [
+        "job default/ring: pods span n1, n3 (lowest common HyperNode spine, tier 2) > "
+        "highestTierAllowed 1"
+    ]
+
+
+def test_topology_inside_one_rack_or_one_node() -> None:
+    """n1 + n2 are both in rack-1 (tier 1); two pods on one node are tier 0."""
+    assert rules(build(), place("ring-w-0", "n1"), place("ring-w-1", "n2")) == []
+    assert rules(build(), place("ring-w-0", "n3"), place("ring-w-1", "n3")) == []
+
+
+def test_topology_soft_or_without_the_plugin_is_not_enforced() -> None:
+    """Soft mode never constrains; hard mode needs the network-topology-aware plugin (§9 item 6)."""
+
+    def soft(doc: Doc) -> None:
+        find(doc, "jobs", "ring")["networkTopology"]["mode"] = "soft"
+
+    def no_plugin(doc: Doc) -> None:
+        tier = doc["scheduler"]["tiers"][1]["plugins"]
+        tier[:] = [p for p in tier if p["name"] != "network-topology-aware"]
+
+    for edit in (soft, no_plugin):
+        assert rules(build(edit), place("ring-w-0", "n1"), place("ring-w-1", "n3")) == []
