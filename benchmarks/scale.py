@@ -28,12 +28,12 @@ import ortools
 
 from models.load import from_dict
 from optimizer.cpsat.data import compile_instance
-from optimizer.cpsat.model import solve as cpsat_solve
+from optimizer.cpsat.engine import solve as cpsat_solve
 from optimizer.cpsat.objective import STAGES
 from optimizer.cpsat.objective import evaluate as stage_values
-from optimizer.cpsat.params import SolveOptions
 from optimizer.generate import SHAPES, generate, stats
 from optimizer.greedy.engine import solve as greedy_solve
+from optimizer.options import SolveOptions
 from optimizer.verify import verify
 
 

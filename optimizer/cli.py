@@ -19,9 +19,9 @@ from models.errors import InputError, Problem
 from models.load import load
 
 from . import __version__, compare, show
-from .cpsat.objective import STAGES
-from .cpsat.params import SolveOptions
+from .options import OBJECTIVES, STRATEGIES, OptionError, SolveOptions, parse_weights
 from .plan import FORMATS, read_plan, write_atomic
+from .progress import reporter
 from .solve import ENGINES, solve, solve_both
 from .verify import format_violations, verify
 
@@ -64,37 +64,33 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def _options(args: argparse.Namespace) -> SolveOptions:
-    weights = {}
-    for item in (args.weights or "").split(","):
-        if item.strip():
-            name, _, value = item.partition("=")
-            if name.strip() not in STAGES or not value.strip().lstrip("-").isdigit():
-                raise InputError(
-                    [
-                        Problem(
-                            f"expected stage=int with stage in {', '.join(STAGES)}",
-                            field="--weights",
-                        )
-                    ]
-                )
-            weights[name.strip()] = int(value)
-    return SolveOptions(
-        time_limit=args.time_limit,
-        workers=args.workers,
-        seed=args.seed,
-        deterministic=args.deterministic,
-        gap=args.gap,
-        objective=args.objective,
-        weights=weights,
-        tdm_lookahead=args.tdm_lookahead,
-        quiet=args.quiet,
-    )
+    """The solver options of a command; a value no engine can honour is a usage error."""
+    try:
+        return SolveOptions(
+            time_limit=args.time_limit,
+            workers=args.workers,
+            seed=args.seed,
+            deterministic=args.deterministic,
+            gap=args.gap,
+            objective=args.objective,
+            weights=parse_weights(args.weights or ""),
+            strategy=args.strategy,
+            tdm_lookahead=args.tdm_lookahead,
+            quiet=args.quiet,
+        )
+    except OptionError as err:
+        raise InputError([Problem(err.message, field=err.option)]) from None
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
+    options = _options(args)
     instance = load(args.file)
     _print_warnings(instance.warnings, args.quiet)
-    plan = solve(instance, args.engine, _options(args))
+    progress = reporter(args.quiet, options.time_limit)
+    try:
+        plan = solve(instance, args.engine, options, progress)
+    finally:
+        progress.close()
     text = plan.render(args.format, instance)
     if args.plot:
         from . import figures
@@ -121,9 +117,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    options = _options(args)
     instance = load(args.file)
     _print_warnings(instance.warnings, args.quiet)
-    greedy, cpsat = solve_both(instance, _options(args))
+    progress = reporter(args.quiet, options.time_limit)
+    try:
+        greedy, cpsat = solve_both(instance, options, progress)
+    finally:
+        progress.close()
     if args.csv:
         write_atomic(args.csv, compare.to_csv(instance, greedy, cpsat))
     if args.json:
@@ -194,7 +195,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def _solver_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--time-limit", type=float, default=30.0, help="CP-SAT seconds in all (default 30)"
+        "--time-limit",
+        type=float,
+        default=30.0,
+        help="wall-clock seconds for the whole solve, every phase in (default 30)",
     )
     p.add_argument("--workers", type=int, default=2, help="CP-SAT search workers (default 2)")
     p.add_argument("--seed", type=int, default=0, help="random seed of both engines (default 0)")
@@ -202,10 +206,17 @@ def _solver_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gap", type=float, default=0.0, help="stop CP-SAT at this relative gap")
     p.add_argument(
         "--objective",
-        choices=("lexicographic", "weighted"),
+        choices=OBJECTIVES,
         default="lexicographic",
         help="CP-SAT stages solved one after another, or as one weighted sum "
         "(default lexicographic)",
+    )
+    p.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default="auto",
+        help="one model, or part by part then large-neighbourhood rounds; auto picks by size "
+        "(default auto)",
     )
     p.add_argument("--weights", default="", help="per-stage weights, e.g. work=1,packing=0")
     p.add_argument(

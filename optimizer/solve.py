@@ -2,17 +2,21 @@
 
 The CP-SAT engine always starts from the greedy plan (its hint and its floor), so asking for
 ``cpsat`` runs ``greedy`` first; both plans carry the same metrics so they can be compared.
+The time limit covers everything from here on: the greedy baseline is the first phase of the
+CP-SAT engine's budget.
 """
 
 from __future__ import annotations
 
 from models.instance import Instance
 
-from .cpsat.model import solve as solve_cpsat
-from .cpsat.params import SolveOptions
+from .budget import Budget
+from .cpsat.engine import solve as solve_cpsat
 from .greedy.engine import solve as solve_greedy
 from .metrics import evaluate
+from .options import SolveOptions
 from .plan import Plan
+from .progress import Progress
 
 ENGINES = ("cpsat", "greedy")
 
@@ -21,20 +25,36 @@ def with_metrics(instance: Instance, plan: Plan) -> Plan:
     return plan.replace(metrics=evaluate(instance, plan).as_dict())
 
 
-def solve(instance: Instance, engine: str = "cpsat", options: SolveOptions | None = None) -> Plan:
+def solve(
+    instance: Instance,
+    engine: str = "cpsat",
+    options: SolveOptions | None = None,
+    progress: Progress | None = None,
+) -> Plan:
     """The plan of ``engine`` for ``instance`` (``options.seed`` seeds greedy's ties too)."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
     options = options or SolveOptions()
+    progress = progress or Progress(options.time_limit)
+    budget = Budget(options.time_limit)
+    progress.phase("greedy")
     greedy = solve_greedy(instance, options.seed)
     if engine == "greedy":
         return with_metrics(instance, greedy)
-    if engine != "cpsat":
-        raise ValueError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
-    return with_metrics(instance, solve_cpsat(instance, options, greedy))
+    plan = solve_cpsat(instance, options, greedy, budget=budget, progress=progress)
+    progress.phase("metrics")
+    return with_metrics(instance, plan)
 
 
-def solve_both(instance: Instance, options: SolveOptions | None = None) -> tuple[Plan, Plan]:
+def solve_both(
+    instance: Instance, options: SolveOptions | None = None, progress: Progress | None = None
+) -> tuple[Plan, Plan]:
     """The greedy and the CP-SAT plan, solving greedy once."""
     options = options or SolveOptions()
+    progress = progress or Progress(options.time_limit)
+    budget = Budget(options.time_limit)
+    progress.phase("greedy")
     greedy = solve_greedy(instance, options.seed)
-    cpsat = solve_cpsat(instance, options, greedy)
+    cpsat = solve_cpsat(instance, options, greedy, budget=budget, progress=progress)
+    progress.phase("metrics")
     return with_metrics(instance, greedy), with_metrics(instance, cpsat)

@@ -28,8 +28,8 @@ from models.scheduler_conf import PluginOption, SchedulerConf
 from models.tdm import TDM_PLUGIN, ZONE_ARG_PREFIX
 from models.workload import Job, NetworkTopology
 
-from .cpsat.params import SolveOptions
 from .metrics import evaluate
+from .options import SolveOptions
 
 Variant = Callable[[Instance], Instance]
 WHAT_IF = "what-if"

@@ -19,7 +19,7 @@ from models.load import load
 from optimizer.cli import main
 from optimizer.cpsat.data import compile_instance
 from optimizer.cpsat.objective import evaluate as stage_values
-from optimizer.cpsat.params import SolveOptions
+from optimizer.options import SolveOptions
 from optimizer.plan import Plan
 from optimizer.solve import solve_both
 from optimizer.verify import verify

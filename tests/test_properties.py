@@ -20,11 +20,11 @@ from strategies import CLOSED_WINDOW, OPEN_WINDOW, ZONE, instances, to_yaml
 
 from models.instance import Instance
 from models.load import from_dict, loads
-from optimizer.cpsat import model as cpsat
+from optimizer.cpsat import engine as cpsat
 from optimizer.cpsat.data import compile_instance
 from optimizer.cpsat.objective import evaluate
-from optimizer.cpsat.params import SolveOptions
 from optimizer.greedy import engine as greedy
+from optimizer.options import SolveOptions
 from optimizer.plan import Plan
 from optimizer.verify import format_violations, verify
 

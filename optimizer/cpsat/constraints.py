@@ -1,204 +1,342 @@
 """One function per constraint family, named after the verifier rule it enforces.
 
-``selector``, ``taint``, ``gpu-filter``, ``tdm-window`` and ``tdm-revocable-only`` are static:
-they decide which variables exist at all (``data.compile_instance``) and need no constraint.
-``running-kept`` holds by construction: running pods have no placement variables, only an
-eviction literal when they may be evicted.
+Rules the model enforces by construction, with no constraint of their own:
+- ``selector``, ``taint``, ``gpu-filter``, ``tdm-window``, ``tdm-revocable-only``: static
+  predicates; they decide which count and device-use variables exist (``candidates.py``).
+- ``running-kept``: running pods have no placement variables, only an eviction count when
+  they may be evicted.
 
-Like the verifier, capacity is judged only where the plan adds something: a node or device
-that running pods already over-commit does not make the model infeasible, it just cannot take
-new pods until evictions bring it back within its limits.
+On a class of several nodes the capacity families bound the class as a whole (its size times
+one node); ``expand.py`` then packs the counts into the class's nodes and devices, and a class
+whose counts it cannot pack is solved again node by node. On a one-node class with one device
+per device class the families are exactly the per-node, per-device rules.
+
+Like the verifier, capacity is judged only where the plan adds something: a class that running
+pods already over-commit does not make the model infeasible, it just cannot take new pods until
+evictions bring it back within its limits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from functools import partial
+from collections.abc import Callable, Iterable, Sequence
 
 from ortools.sat.python import cp_model
 
-from models.gpu import FULL_CORES, GpuRequest
-
-from .data import Compiled, model_units
-from .variables import Expr, Linear, Variables
-
-IntVar = cp_model.IntVar
+from .classes import DeviceClass
+from .data import Compiled
+from .domains import within_level
+from .variables import Expr, IntVar, Linear, Variables, lsum, wsum
 
 
 def _limit(
     m: cp_model.CpModel,
-    v: Variables,
     new: Sequence[tuple[int, Expr, int]],
-    held: Sequence[tuple[int, int]],
+    held: Sequence[tuple[int, Expr, int]],
     limit: int,
     gate: Callable[[], IntVar] | None = None,
-    extra: Expr = 0,
 ) -> None:
-    """``Σ coef·expr (new) + Σ amount·kept (held) + extra ≤ limit``.
-
-    ``new`` holds (coefficient, expression, the expression's upper bound), ``held`` (amount,
-    running pod index); ``extra`` is a literal or 0. When the running pods alone may exceed the
-    limit, the rule applies only if ``gate()`` holds (the plan adds something here), so an
-    over-commitment that is already there does not make the model infeasible.
-    """
+    """``Σ coef·expr (new) + Σ coef·expr (held) ≤ limit``; each term is (coefficient,
+    expression, the expression's upper bound). When what is held alone may exceed the limit,
+    the rule applies only if ``gate()`` holds (the plan adds something here)."""
     max_new = sum(c * ub for c, _, ub in new)
-    max_held = sum(a for a, _ in held) + (0 if isinstance(extra, int) else 1)
+    max_held = sum(c * ub for c, _, ub in held)
     if max_new + max_held <= limit:
         return
-    expr = sum(c * e for c, e, _ in new) + sum(a * v.kept(i) for a, i in held) + extra
+    expr = wsum([(c, e) for c, e, _ in new] + [(c, e) for c, e, _ in held])
     if max_held <= limit or gate is None:
         m.add(expr <= limit)
     else:
         m.add(expr <= limit).only_enforce_if(gate())
 
 
+def held_terms(
+    v: Variables, pods: Iterable[int], amount: Callable[[int], int]
+) -> list[tuple[int, Expr, int]]:
+    """What running pods ``pods`` hold after the plan, as terms: a constant for those that
+    stay for sure, ``amount × kept`` per eviction group for the others."""
+    data = v.data
+    fixed = 0
+    groups: dict[int, int] = {}
+    for i in pods:
+        eg = data.evict_group_of.get(i)
+        if eg is None:
+            fixed += amount(i)
+        elif eg not in groups:
+            groups[eg] = amount(i)
+    terms: list[tuple[int, Expr, int]] = [(fixed, 1, 1)] if fixed else []
+    for eg, a in sorted(groups.items()):
+        if a:
+            terms.append((a, v.kept(eg), data.evict_groups[eg].size))
+    return terms
+
+
+def _class_held(
+    v: Variables, cls: int, amount: Callable[[int], int]
+) -> list[tuple[int, Expr, int]]:
+    """What the evictable pods of a class hold, per eviction group."""
+    data = v.data
+    out: list[tuple[int, Expr, int]] = []
+    for eg in data.classes[cls].evict_groups:
+        a = amount(data.evict_groups[eg].pods[0])
+        if a:
+            out.append((a, v.kept(eg), data.evict_groups[eg].size))
+    return out
+
+
 def node_capacity(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
-    """Σ requests of kept running and new pods ≤ allocatable, per node and resource, on every
-    node the plan places pods on (a resource the node lacks has 0)."""
-    for n, node in enumerate(data.nodes):
-        groups = data.groups_on[n]
+    """Σ requests of running pods that stay and new pods ≤ allocatable, per class and
+    resource, on every class the plan places pods on (a resource the node lacks has 0)."""
+    for c, cls in enumerate(data.classes):
+        groups = data.groups_on[c]
         if not groups:
             continue
-        running = data.running_on[n]
-        limits = model_units(node.allocatable, round_up=False)
-        dims = {r for g in groups for r, a in data.groups[g].request.items() if a > 0}
-        dims |= {r for i in running for r, a in data.running[i].request.items() if a > 0}
-        for resource in sorted(dims):
+        resources = {r for g in groups for r, a in data.groups[g].request.items() if a > 0}
+        for resource in sorted(resources):
             new = [
-                (data.groups[g].request[resource], v.count[g, n], data.groups[g].size)
+                (data.groups[g].request[resource], v.count[g, c], v.count_bound[g, c])
                 for g in groups
                 if data.groups[g].request.get(resource, 0) > 0
             ]
-            held = [
-                (data.running[i].request[resource], i)
-                for i in running
-                if data.running[i].request.get(resource, 0) > 0
-            ]
-            _limit(m, v, new, held, limits.get(resource, 0), partial(v.node_used_flag, n))
+            held = [(cls.size * cls.held.get(resource, 0), 1, 1)]
+            held += _class_held(v, c, lambda i, r=resource: data.running[i].request.get(r, 0))
+            limit = cls.size * cls.allocatable.get(resource, 0)
+            _limit(m, new, held, limit, lambda c=c: v.any_new(c))
 
 
 def pod_count(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
-    """Pods bound to a node ≤ its pod capacity, for every node the plan places pods on."""
-    for n, node in enumerate(data.nodes):
-        groups = data.groups_on[n]
+    """Pods bound to a node ≤ its pod capacity, per class the plan places pods on."""
+    for c, cls in enumerate(data.classes):
+        groups = data.groups_on[c]
         if not groups:
             continue
-        new = [(1, v.count[g, n], data.groups[g].size) for g in groups]
-        held = [(1, i) for i in data.running_on[n]]
-        _limit(m, v, new, held, node.pod_capacity, partial(v.node_used_flag, n))
+        new = [(1, v.count[g, c], v.count_bound[g, c]) for g in groups]
+        held = [(cls.size * cls.held_pods, 1, 1), *_class_held(v, c, lambda i: 1)]
+        _limit(m, new, held, cls.size * cls.pod_capacity, lambda c=c: v.any_new(c))
+
+
+def gpu_users(v: Variables, c: int, dc: int) -> list[tuple[int, int, bool, Expr, int]]:
+    """(group, container, takes it whole, uses, bound of the uses) of every possible new
+    share of device class ``dc`` of class ``c`` (collected once per class)."""
+    if c not in v.device_users:
+        data = v.data
+        per_dc: dict[int, list[tuple[int, int, bool, Expr, int]]] = {}
+        for g in data.groups_on[c]:
+            group = data.groups[g]
+            for k, options in enumerate(group.where.containers.get(c, [])):
+                if v.is_pooled(g, k, c):
+                    continue
+                bound = group.gpus[k].nums * v.count_bound[g, c]
+                for d, whole in options:
+                    per_dc.setdefault(d, []).append((g, k, whole, v.uses(g, k, c, d), bound))
+        v.device_users[c] = per_dc
+    return v.device_users[c].get(dc, [])
+
+
+def _holdings(v: Variables, c: int, dc: int) -> list[tuple[int, int, int, int]]:
+    """(eviction group, shares per pod, memory per pod, cores per pod) on ``dc``."""
+    data = v.data
+    out = []
+    for eg in data.classes[c].evict_groups:
+        on = [(mem, cor) for d, mem, cor in data.evict_groups[eg].holdings if d == dc]
+        if on:
+            out.append((eg, len(on), sum(a for a, _ in on), sum(b for _, b in on)))
+    return out
 
 
 def gpu_capacity(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
-    """Device-level sharing (hami-gpu §3.4): each container gets ``nums`` distinct devices (on
-    one NUMA node when bound), and per device slots, memory, cores, exclusive use and the
-    zero-core rule hold. Whole-device containers take devices that carry nothing else: per
-    node, the whole devices taken plus the occupied devices fit in the device pool."""
-    for g in data.groups:
-        for n in g.nodes:
-            for c, request in enumerate(g.gpus):
-                if not g.whole[n][c]:
-                    _container_devices(m, v, data, g.index, c, n, request.nums)
-    for n in v.whole:
-        occupied = [v.occupied_flag(n, d) for d in data.pool[n]]
-        m.add(v.whole_devices(n) + sum(occupied) <= len(data.pool[n]))
-    for (n, d), users in v.device_users().items():
-        device = data.nodes[n].gpus[d]
-        held = data.holders.get((n, d), [])
-        gate = partial(v.device_used_flag, n, d)
-        shares = [(data.groups[gi].size, data.groups[gi].gpus[c], var) for gi, c, var in users]
-        slots = [(1, var, size) for size, _, var in shares]
-        _limit(m, v, slots, [(1, i) for i, _, _ in held], device.count, gate)
-        memory = [(r.memory_on(device.memory), var, size) for size, r, var in shares]
-        memory_held = [(a, i) for i, a, _ in held if a > 0]
-        _limit(m, v, [t for t in memory if t[0] > 0], memory_held, device.memory, gate)
-        cores = [(r.booked_cores, var, size) for size, r, var in shares if r.booked_cores > 0]
-        cores_held = [(c, i) for i, _, c in held if c > 0]
-        zero_new = [(var, size) for size, r, var in shares if r.booked_cores == 0]
-        zero_held = [i for i, _, c in held if c == 0]
-        zero: Expr = 0
-        if device.cores > 0 and (zero_new or zero_held):
-            zero = v.any_positive(
-                f"zero_core[{n},{d}]",
-                [var for var, _ in zero_new] + [v.kept(i) for i in zero_held],
-                [size for _, size in zero_new] + [1] * len(zero_held),
-            )
-        _limit(m, v, cores, cores_held, device.cores, gate, zero)
-        if device.cores == FULL_CORES:
-            _exclusive_use(m, v, n, d, shares, [i for i, _, _ in held])
+    """Per device class (per device on a one-node class): time-slices, memory and cores of
+    the shares running pods keep and new pods take stay within the devices (hami-gpu §3.4),
+    with the zero-core rule on single devices. Devices taken whole are in ``gpu_exclusive``."""
+    for c, cls in enumerate(data.classes):
+        for dc in cls.devices:
+            users = [u for u in gpu_users(v, c, dc.index) if not u[2]]
+            if users:
+                _shares_fit(m, v, c, dc, users)
 
 
-def _container_devices(
-    m: cp_model.CpModel, v: Variables, data: Compiled, g: int, c: int, n: int, nums: int
-) -> None:
-    """Σ devices = nums × pods, and no device twice in one container (a device's count ≤ the
-    pods, or ≤ the pods on its NUMA node when the container is NUMA-bound)."""
-    count = v.count[g, n]
-    devices = data.groups[g].devices[n]
-    numas = v.numa_nodes(g, c, n)
-    if not numas:
-        m.add(sum(v.on_device[g, c, n, d] for d in devices) == nums * count)
-        if nums > 1:
-            for d in devices:
-                m.add(v.on_device[g, c, n, d] <= count)
-        return
-    gpus = data.nodes[n].gpus
-    m.add(sum(v.on_numa[g, c, n, k] for k in numas) == count)
-    for k in numas:
-        inside = [v.on_device[g, c, n, d] for d in devices if gpus[d].numa == k]
-        m.add(sum(inside) == nums * v.on_numa[g, c, n, k])
-        for var in inside:
-            m.add(var <= v.on_numa[g, c, n, k])
-    for d in devices:
-        if gpus[d].numa not in numas:
-            m.add(v.on_device[g, c, n, d] == 0)
-
-
-def _exclusive_use(
+def _shares_fit(
     m: cp_model.CpModel,
     v: Variables,
-    n: int,
-    d: int,
-    shares: Sequence[tuple[int, GpuRequest, IntVar]],
-    held: Sequence[int],
+    c: int,
+    dc: DeviceClass,
+    users: list[tuple[int, int, bool, Expr, int]],
 ) -> None:
-    """A cores-100 share of a 100-core device is the device's only share (pitfall 5). Running
-    exclusive holders need no rule here: their 100 cores leave room only for zero-core shares,
-    which the zero-core rule refuses."""
-    exclusive = [var for _, r, var in shares if r.booked_cores >= FULL_CORES]
-    if not exclusive:
-        return
-    others = [(var, size) for size, r, var in shares if r.booked_cores < FULL_CORES]
-    e = v.aux_bool(
-        f"exclusive[{n},{d}]", lambda vals: min(1, sum(vals[x.index] for x in exclusive))
+    data = v.data
+    total = data.classes[c].size * dc.per_node
+    dev = dc.device
+    holdings = _holdings(v, c, dc.index)
+    gate = lambda: v.any_new(c)  # noqa: E731
+    requests = [(data.groups[g].gpus[k], uses, ub) for g, k, _, uses, ub in users]
+    slots = [(1, uses, ub) for _, uses, ub in requests]
+    held_slots = [(total * dc.used_slots, 1, 1)] + [
+        (n, v.kept(eg), data.evict_groups[eg].size) for eg, n, _, _ in holdings
+    ]
+    _limit(m, slots, held_slots, total * dev.count, gate)
+    memory = [
+        (r.memory_on(dev.memory), uses, ub) for r, uses, ub in requests if r.memory_on(dev.memory)
+    ]
+    held_memory = [(total * dc.used_memory, 1, 1)] + [
+        (a, v.kept(eg), data.evict_groups[eg].size) for eg, _, a, _ in holdings
+    ]
+    _limit(m, memory, held_memory, total * dev.memory, gate)
+    cores = [(r.booked_cores, uses, ub) for r, uses, ub in requests if r.booked_cores]
+    held_cores = [(total * dc.used_cores, 1, 1)] + [
+        (b, v.kept(eg), data.evict_groups[eg].size) for eg, _, _, b in holdings
+    ]
+    if total == 1 and dev.cores > 0:
+        zero_new = [(uses, ub) for r, uses, ub in requests if r.booked_cores == 0]
+        zero_held = [eg for eg, _, _, b in holdings if b == 0]
+        if dc.used_zero_core:
+            held_cores.append((1, 1, 1))
+        elif zero_new or zero_held:
+            flag = v.any_positive(
+                f"zero_core[{c},{dc.index}]",
+                [e for e, _ in zero_new] + [v.kept(eg) for eg in zero_held],
+                [ub for _, ub in zero_new] + [data.evict_groups[eg].size for eg in zero_held],
+            )
+            held_cores.append((1, flag, 1))
+    _limit(m, cores, held_cores, total * dev.cores, gate)
+
+
+def new_share_devices(v: Variables, c: int, dc: DeviceClass) -> Expr:
+    """Devices of ``dc`` that carry new shares (an auxiliary, made once): at least the
+    shares over the time-slices, the memory over a device's free memory and the cores over
+    its free cores."""
+    key = (c, dc.index)
+    if key in v.new_devices:
+        return v.new_devices[key]
+    data = v.data
+    users = [u for u in gpu_users(v, c, dc.index) if not u[2]]
+    if not users:
+        return 0
+    total = data.classes[c].size * dc.per_node
+    dev = dc.device
+    rows: list[tuple[Linear, int, Expr]] = []
+    uses = lsum(e for *_, e, _ in users)
+    rows.append((Linear(uses), max(1, dev.count), uses))
+    mem = wsum((data.groups[g].gpus[k].memory_on(dev.memory), e) for g, k, _, e, _ in users)
+    if not isinstance(mem, int):
+        rows.append((Linear(mem), max(1, dev.memory), mem))
+    cores = wsum((data.groups[g].gpus[k].booked_cores, e) for g, k, _, e, _ in users)
+    if not isinstance(cores, int) and dev.cores > 0:
+        rows.append((Linear(cores), dev.cores, cores))
+
+    def least(vals: object) -> int:
+        return max(-(-row.value(vals) // per) for row, per, _ in rows)  # type: ignore[arg-type]
+
+    s = v.aux_int(0, total, f"new_devices[{c},{dc.index}]", least)
+    for _, per, expr in rows:
+        m = v.model
+        m.add(expr <= per * s)
+    v.new_devices[key] = s
+    return s
+
+
+def occupied_devices(v: Variables, c: int, dc: DeviceClass) -> Expr:
+    """Devices of ``dc`` that carry some share after the plan: at least those keeping a
+    running share and at least those getting a new one (an auxiliary when both can be)."""
+    key = (c, dc.index)
+    if key in v.occupied:
+        return v.occupied[key]
+    kept_held: Expr = wsum((n, v.kept(eg)) for eg, n, _, _ in _holdings(v, c, dc.index))
+    shared = new_share_devices(v, c, dc)
+    if isinstance(shared, int):
+        v.occupied[key] = kept_held
+        return kept_held
+    if isinstance(kept_held, int) and kept_held == 0:
+        v.occupied[key] = shared
+        return shared
+    rows = [Linear(kept_held), Linear(shared)]
+    total = v.data.classes[c].size * dc.per_node
+    occupied = v.aux_int(
+        0, total, f"occupied[{c},{dc.index}]", lambda vals: max(r.value(vals) for r in rows)
     )
-    m.add(sum(exclusive) == e)
-    rest = [var for var, _ in others] + [v.kept(i) for i in held]
-    if rest:
-        m.add(sum(rest) <= (sum(size for _, size in others) + len(held)) * (1 - e))
+    v.model.add(occupied >= kept_held)
+    v.model.add(occupied >= shared)
+    v.occupied[key] = occupied
+    return occupied
+
+
+def gpu_exclusive(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
+    """A device taken whole (all its memory, or exclusive cores on a 100-core card) carries
+    no other share: whole devices taken + devices that keep a running share or get a new one
+    ≤ the devices of the class (pitfall 5 of hami-gpu), per device class — or over the pool
+    of device classes that every whole-device container of the class may take alike."""
+    for c, cls in enumerate(data.classes):
+        if c in v.pooled:
+            pool = [cls.devices[d] for d in v.pooled[c]]
+            total = sum(cls.size * dc.per_node for dc in pool)
+            occupied = lsum(occupied_devices(v, c, dc) for dc in pool)
+            m.add(v.pooled_whole(c) + occupied <= total)
+            continue
+        for dc in cls.devices:
+            whole = [e for _, _, w, e, _ in gpu_users(v, c, dc.index) if w]
+            if whole:
+                m.add(lsum([*whole, occupied_devices(v, c, dc)]) <= cls.size * dc.per_node)
+
+
+def gpu_distinct(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
+    """Each GPU container gets ``nums`` devices, no device twice (per node, a device class
+    gives a container at most its devices per node), all on one NUMA node when bound."""
+    for g in data.groups:
+        for c in g.classes:
+            for k in range(len(g.gpus)):
+                if not v.is_pooled(g.index, k, c):
+                    _container_devices(m, v, g.index, k, c)
+
+
+def _container_devices(m: cp_model.CpModel, v: Variables, g: int, k: int, c: int) -> None:
+    group = v.data.groups[g]
+    nums = group.gpus[k].nums
+    options = group.where.containers[c][k]
+    count = v.count[g, c]
+    devices = v.data.classes[c].devices
+    if len(options) > 1:
+        m.add(lsum(v.use[g, k, c, d] for d, _ in options) == nums * count)
+    numas = v.numa_nodes(g, k, c)
+    if not numas:
+        if nums > 1 and len(options) > 1:
+            for d, _ in options:
+                m.add(v.use[g, k, c, d] <= devices[d].per_node * count)
+        return
+    on = {q: v.on_numa[g, k, c, q] for q in numas}
+    m.add(lsum(on.values()) == count)
+    for q, var in on.items():
+        inside = [d for d, _ in options if devices[d].device.numa == q]
+        m.add(lsum(v.uses(g, k, c, d) for d in inside) == nums * var)
+        for d in inside:
+            m.add(v.uses(g, k, c, d) <= devices[d].per_node * var)
+    for d, _ in options:
+        if devices[d].device.numa not in on:
+            m.add(v.uses(g, k, c, d) == 0)
 
 
 def gang(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
     """All or nothing: new pods only for admitted jobs (at most a task's pending pods per
     task), and an admitted job ends with at least minAvailable bound pods (and each role's
-    minTaskMember) — spec/cpsat-practice.md B.2."""
-    for job in data.jobs:
-        groups = data.job_groups[job.key]
-        if not groups:
+    minTaskMember) — spec/cpsat-practice.md B.2. A unit of interchangeable single-pod jobs
+    places exactly one pod per admitted job."""
+    for unit in data.units:
+        if not unit.groups:
             continue
-        admit = v.admit[job.key]
-        for g in groups:
+        admit = v.admit[unit.index]
+        if unit.size > 1:
+            (g,) = unit.groups
+            m.add(v.placed(g) == admit)
+            continue
+        job = unit.job
+        for g in unit.groups:
             m.add(v.placed(g) <= data.groups[g].size * admit)
-        new = sum(v.placed(g) for g in groups)
-        kept = sum(v.kept(i) for i in data.job_running[job.key])
+        new = lsum(v.placed(g) for g in unit.groups)
+        kept = wsum((e, t) for e, t, _ in held_terms(v, unit.running, lambda i: 1))
         m.add(new >= admit)
         m.add(new + kept >= job.min_available * admit)
         if job.min_available < sum(job.min_task_member.values()):
             continue
         for role, minimum in job.min_task_member.items():
-            role_new = sum(v.placed(g) for g in groups if data.groups[g].task.role == role)
-            role_kept = sum(
-                v.kept(i) for i in data.job_running[job.key] if data.running[i].task.role == role
-            )
+            role_new = lsum(v.placed(g) for g in unit.groups if data.groups[g].task.role == role)
+            role_pods = [i for i in unit.running if data.running[i].task.role == role]
+            role_kept = wsum((e, t) for e, t, _ in held_terms(v, role_pods, lambda i: 1))
             m.add(role_new + role_kept >= minimum * admit)
 
 
@@ -208,23 +346,24 @@ def topology_hard(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
     if not data.topology_on:
         return
     top = data.instance.topology.top_tier
-    for job in data.jobs:
-        limit = data.instance.hard_topology_limit(job)
-        if job.key not in v.admit or limit is None or limit >= top:
-            continue
+    for unit in data.units:
+        limit = data.instance.hard_topology_limit(unit.job)
+        if unit.index not in v.admit or limit is None or limit >= top or unit.size > 1:
+            continue  # a unit of several jobs has one pod each, always inside one HyperNode
         allowed = [i for i, t in enumerate(data.levels) if t <= limit]
-        m.add(v.within_level(job.key, allowed[-1]) >= v.admit[job.key])
+        m.add(within_level(v, unit.index, allowed[-1]) >= v.admit[unit.index])
 
 
 def queue_capability(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
     """Pods of a queue (and, hierarchically, of its subtree) stay within the quota the plugin
     enforces at allocation, on each resource the queue's new pods request."""
     for queue, limit in data.queue_limits.items():
-        jobs = [j for j in data.queue_members.get(queue, []) if j in v.admit]
-        groups = [g for j in jobs for g in data.job_groups[j]]
+        units = sorted({data.unit_of[j] for j in data.queue_members.get(queue, [])})
+        admitting = [u for u in units if u in v.admit]
+        groups = [g for u in admitting for g in data.units[u].groups]
         if not groups:
             continue
-        held_all = [i for j in data.queue_members[queue] for i in data.job_running[j]]
+        running = [i for u in units for i in data.units[u].running]
         requested = sorted(
             {r for g in groups for r, amount in data.groups[g].request.items() if amount > 0}
         )
@@ -234,179 +373,29 @@ def queue_capability(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
                 for g in groups
                 if data.groups[g].request.get(resource, 0) > 0
             ]
-            held = [
-                (data.running[i].request[resource], i)
-                for i in held_all
-                if data.running[i].request.get(resource, 0) > 0
-            ]
+            held = held_terms(v, running, lambda i, r=resource: data.running[i].request.get(r, 0))
             requesters = [
-                v.admit[j]
-                for j in jobs
-                if any(data.groups[g].request.get(resource, 0) > 0 for g in data.job_groups[j])
+                v.admit[u]
+                for u in admitting
+                if any(data.groups[g].request.get(resource, 0) > 0 for g in data.units[u].groups)
             ]
-            gate = partial(
-                v.any_positive,
-                f"queue_new[{queue},{resource}]",
-                list(requesters),
-                [1] * len(requesters),
-            )
-            _limit(m, v, new, held, limit.get(resource, 0), gate)
+            bounds = [data.units[u].size for u in admitting if v.admit[u] in requesters]
+
+            def gate(
+                queue: str = queue, resource: str = resource, r=requesters, b=bounds
+            ) -> IntVar:
+                return v.any_positive(f"queue_new[{queue},{resource}]", list(r), list(b))
+
+            _limit(m, new, held, limit.get(resource, 0), gate)
 
 
 def queue_leaf(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
     """Hierarchical capacity admits jobs only in leaf queues; closed queues admit nothing."""
     tree = data.instance.queue_tree
-    for job in data.jobs:
-        if job.key not in v.admit:
+    for unit in data.units:
+        if unit.index not in v.admit:
             continue
-        open_queue = job.queue in tree and tree.queue(job.queue).is_open
-        if not data.leaf_ok.get(job.queue, True) or not open_queue:
-            m.add(v.admit[job.key] == 0)
-
-
-def eviction_allowed(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
-    """Evict only what Volcano's rules could: preemptable pods (static), within disruption
-    budgets, leaving a job either gone or at its minAvailable (gang), never below a queue's
-    guarantee; by preempt only when the queue has a pending job of higher priority than the
-    victim's, by reclaim only from a reclaimable queue above its deserved while another queue
-    has pending work, and only down to that deserved.
-
-    Like Volcano, which evicts and only pipelines the preemptor, the rules do not require the
-    beneficiary to be placed in the same plan: an eviction that places nothing lowers the
-    work stage, so the objective never makes one, and a greedy plan that preempts or
-    reclaims stays a feasible hint.
-    """
-    if not v.evict:
-        return
-    for job in data.jobs:
-        _job_evictions(m, v, data, job.key)
-    by_queue: dict[str, list[int]] = {}
-    for i in v.evict:
-        by_queue.setdefault(data.running[i].job.queue, []).append(i)
-    for queue, pods in by_queue.items():
-        guarantee = _floors(v, data, queue, data.queue_guarantee.get(queue, {}))
-        if guarantee:
-            flags: list[Expr] = [v.evict[i] for i in pods]
-            guarded = v.any_positive(f"evicts_from[{queue}]", flags, [1] * len(flags))
-            for expr, target in guarantee:
-                m.add(expr >= target).only_enforce_if(guarded)
-        reclaim = _reclaim_source(m, v, data, queue) if can_reclaim(data, queue) else None
-        for i in pods:
-            if can_preempt(data, i):
-                continue
-            if reclaim is not None:
-                m.add(v.evict[i] <= reclaim)
-            else:
-                m.add(v.evict[i] == 0)
-
-
-def can_preempt(data: Compiled, i: int) -> bool:
-    """Preempt may take running pod ``i``: a job of its queue with pending pods has a higher
-    priority than the victim's job."""
-    if "preempt" not in data.instance.scheduler.actions:
-        return False
-    victim = data.running[i].job
-    return any(
-        j.queue == victim.queue and data.job_groups[j.key] and j.priority > victim.priority
-        for j in data.jobs
-    )
-
-
-def can_reclaim(data: Compiled, queue: str) -> bool:
-    """Reclaim may take from ``queue``: reclaim is configured, the queue is reclaimable and
-    above its deserved, and another queue has pending pods."""
-    return (
-        "reclaim" in data.instance.scheduler.actions
-        and _above_deserved(data, queue)
-        and any(j.queue != queue and data.job_groups[j.key] for j in data.jobs)
-    )
-
-
-def _job_evictions(m: cp_model.CpModel, v: Variables, data: Compiled, job: str) -> None:
-    evicted = [v.evict[i] for i in data.job_running[job] if i in v.evict]
-    if not evicted:
-        return
-    if job in data.eviction_budget:
-        m.add(sum(evicted) <= data.eviction_budget[job])
-    minimum = data.instance.job_by_key[job].min_available
-    bound = sum(v.kept(i) for i in data.job_running[job])
-    bound += sum(v.placed(g) for g in data.job_groups[job])
-    most = len(data.job_running[job]) + sum(data.groups[g].size for g in data.job_groups[job])
-    evicting = v.any_positive(f"evicts[{job}]", list(evicted), [1] * len(evicted))
-    alive = v.any_positive(f"alive[{job}]", [bound], [most])
-    m.add(bound >= minimum * alive).only_enforce_if(evicting)
-
-
-def _reclaim_source(m: cp_model.CpModel, v: Variables, data: Compiled, queue: str) -> IntVar:
-    """The literal "reclaim takes from ``queue``": it keeps the queue at min(deserved, current)
-    on every deserved resource."""
-    rules = _floors(v, data, queue, data.queue_deserved.get(queue, {}), floor_current=True)
-    linear = [(Linear(expr), target) for expr, target in rules]
-    flag = v.aux_bool(
-        f"reclaim[{queue}]",
-        lambda vals: int(all(expr.value(vals) >= target for expr, target in linear)),
-    )
-    for expr, target in rules:
-        m.add(expr >= target).only_enforce_if(flag)
-    return flag
-
-
-def _above_deserved(data: Compiled, queue: str) -> bool:
-    """Reclaim takes only from reclaimable queues holding more than they deserve (capacity
-    §5.4 step 3); a queue that deserves nothing is an immediate victim."""
-    if not data.instance.queue_tree.queue(queue).reclaimable:
-        return False
-    deserved = {r: a for r, a in data.queue_deserved.get(queue, {}).items() if a > 0}
-    if not deserved:
-        return True
-    held: dict[str, int] = {}
-    for j in data.jobs:
-        if j.queue != queue:
-            continue
-        for i in data.job_running[j.key]:
-            for resource, amount in data.running[i].request.items():
-                held[resource] = held.get(resource, 0) + amount
-    return any(held.get(resource, 0) > amount for resource, amount in deserved.items())
-
-
-def _floors(
-    v: Variables,
-    data: Compiled,
-    queue: str,
-    floor: dict[str, int],
-    *,
-    floor_current: bool = False,
-) -> list[tuple[Expr, int]]:
-    """(allocation expression, target) per resource of ``floor``: the queue's pods after the
-    plan (rounded down) must reach the floor (or the current allocation where that is lower,
-    with ``floor_current``)."""
-    jobs = [j.key for j in data.jobs if j.queue == queue]
-    running = [i for j in jobs for i in data.job_running[j]]
-    out = []
-    for resource, amount in sorted(floor.items()):
-        if amount <= 0:
-            continue
-        current = sum(data.running[i].request_floor.get(resource, 0) for i in running)
-        target = min(amount, current) if floor_current else amount
-        if target <= 0:
-            continue
-        kept = sum(data.running[i].request_floor.get(resource, 0) * v.kept(i) for i in running)
-        new = sum(
-            data.groups[g].request_floor.get(resource, 0) * v.placed(g)
-            for j in jobs
-            for g in data.job_groups[j]
-        )
-        out.append((kept + new, target))
-    return out
-
-
-ALL = (
-    node_capacity,
-    pod_count,
-    gpu_capacity,
-    gang,
-    topology_hard,
-    queue_capability,
-    queue_leaf,
-    eviction_allowed,
-)
+        queue = unit.job.queue
+        open_queue = queue in tree and tree.queue(queue).is_open
+        if not data.leaf_ok.get(queue, True) or not open_queue:
+            m.add(v.admit[unit.index] == 0)

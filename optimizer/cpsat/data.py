@@ -1,108 +1,34 @@
 """What the CP-SAT model is built from: the instance compiled into dense, solver-ready tables.
 
 Pending pods of one task are identical, so they form one :class:`Group` and the model counts
-how many of them land on each node (spec/cpsat-practice.md B.1). Everything that does not
-depend on the decision — which nodes a group may use at all (selectors, taints, TDM, GPU
-filters), what running pods already hold, each queue's limit — is worked out here once, so the
-model only contains decisions that can actually be taken.
+how many of them land on each *class* of interchangeable nodes (``classes.py``). Identical
+single-pod jobs of one queue (thousands of them in a busy cluster) are interchangeable too, so
+they share one admission :class:`Unit` whose count says how many of them start; the plan
+admits them in the order Volcano would try them. Everything that does not depend on the
+decision — which classes a group may use at all, what running pods hold, each queue's limit —
+is worked out here once, so the model only contains decisions that can actually be taken.
 
-Amounts are integers in *model units*: Volcano units, except memory-like resources in MiB so
-that coefficients stay small. MiB rounding always errs on the safe side: a pod's request is
-rounded up where it counts against a limit and down where it counts towards a floor; limits
-are rounded down and floors up. The verifier judges bytes, so a model-feasible plan passes it.
+Amounts are integers in *model units* (``units.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from math import ceil
 
 from models.cluster import Node
-from models.gpu import GpuFilter, GpuRequest
 from models.instance import Instance
 from models.queues import QueueAttrs, capacity_flat, capacity_hierarchical, proportion_deserved
-from models.resources import INFINITE, MEMORY, PODS, Resources
-from models.tdm import (
-    has_disruption_budget,
-    job_eviction_budget,
-    node_zone,
-    pod_preemptable,
-    pod_revocable_zone,
-    window_closes_at,
-)
-from models.vocabulary import CRITICAL_PRIORITY_CLASSES as PROTECTED_CLASSES
-from models.vocabulary import SYSTEM_NAMESPACE, UNSCHEDULABLE_TAINT
-from models.workload import Job, Pod, Task
+from models.resources import Resources
+from models.tdm import has_disruption_budget, job_eviction_budget, pod_preemptable
+from models.vocabulary import CRITICAL_PRIORITY_CLASSES, SYSTEM_NAMESPACE
+from models.workload import DeviceShare, Job, Pod, Task
 
-MIB = 2**20
-MIB_RESOURCES = frozenset({MEMORY, "ephemeral-storage"})
-UNLIMITED = 2**62
-"""Model stand-in for an unlimited quota (Volcano's infinity does not fit in int64)."""
-NO_FILTER = GpuFilter()
-
-
-def model_units(resources: Mapping[str, int], *, round_up: bool) -> dict[str, int]:
-    """``resources`` in model units (``pods`` dropped); ``round_up`` says which way MiB round."""
-    out = {}
-    for name, amount in resources.items():
-        if name == PODS:
-            continue
-        if amount >= INFINITE // 2:
-            out[name] = UNLIMITED
-        elif name in MIB_RESOURCES:
-            out[name] = ceil(amount / MIB) if round_up else amount // MIB
-        else:
-            out[name] = amount
-    return out
-
-
-@dataclass
-class Group:
-    """The pending pods of one task of one job."""
-
-    index: int
-    job: Job
-    task: Task
-    pods: list[Pod]
-    request: dict[str, int]
-    """Per pod, rounded up (what it takes from a limit)."""
-    request_floor: dict[str, int]
-    """Per pod, rounded down (what it adds towards a floor such as a guarantee)."""
-    value: int
-    """Stage-1 worth of one pod (GPU-equivalents × 1000, see :func:`pod_value`)."""
-    numa_bind: bool
-    """Each multi-GPU container must take its devices from one NUMA node."""
-    nodes: list[int] = field(default_factory=list)
-    """Candidate node indices (static predicates pass)."""
-    devices: dict[int, list[int]] = field(default_factory=dict)
-    """Per candidate node, the indices of the devices this group may use."""
-    whole: dict[int, list[bool]] = field(default_factory=dict)
-    """Per candidate node and container: the container takes whole devices from the node's
-    pool (see :func:`_takes_whole`), so the model only counts them instead of choosing them."""
-
-    @property
-    def gpus(self) -> tuple[GpuRequest, ...]:
-        """One request per GPU container (empty for a pod without GPUs)."""
-        return self.task.gpu
-
-    @property
-    def size(self) -> int:
-        return len(self.pods)
-
-
-@dataclass
-class RunningPod:
-    pod: Pod
-    job: Job
-    task: Task
-    node: int
-    request: dict[str, int]
-    request_floor: dict[str, int]
-    gpus: list[tuple[int, int, int]]
-    """(device index on the node, memory, cores) per held device share."""
-    evictable: bool
-    value: int
+from .candidates import candidate_key, device_pool, find_candidates
+from .classes import EvictGroup, NodeClass, build_classes, topology_levels
+from .records import Candidates, Group, RunningPod, Unit
+from .units import model_units
+from .view import View
 
 
 @dataclass
@@ -110,10 +36,11 @@ class Compiled:
     instance: Instance
     nodes: list[Node]
     groups: list[Group]
+    units: list[Unit]
     running: list[RunningPod]
     jobs: list[Job]
-    job_groups: dict[str, list[int]]
-    job_running: dict[str, list[int]]
+    unit_of: dict[str, int]
+    """Job key → its admission unit."""
     weights: dict[str, int]
     """Stage-1 priority weight of each job (1 + rank of its priority)."""
     resources: list[str]
@@ -128,32 +55,43 @@ class Compiled:
     topology_on: bool
     eviction_budget: dict[str, int]
     levels: list[int]
-    """Topology levels: 0 (one node) and every real HyperNode tier (see :func:`topology_levels`)."""
+    """Topology levels: 0 (one node) and every real HyperNode tier (see ``topology_levels``)."""
     domains: list[list[str]]
-    pool: list[list[int]]
-    """Per node, the devices any GPU pod may use (healthy, NVIDIA, not cordoned)."""
+    """``domains[l][n]``: the domain of node ``n`` at level ``l`` (level 0: the node)."""
+    classes: list[NodeClass]
+    node_class: list[int]
+    """Per node, its class."""
+    evict_groups: list[EvictGroup]
     groups_on: list[list[int]] = field(init=False)
-    """Per node, the groups that may use it."""
-    running_on: list[list[int]] = field(init=False)
-    """Per node, the running pods on it."""
-    holders: dict[tuple[int, int], list[tuple[int, int, int]]] = field(init=False)
-    """(node, device) → (running pod, memory, cores) of every share running pods hold."""
+    """Per class, the groups that may use it."""
+    evict_group_of: dict[int, int] = field(init=False)
+    """Evictable running pod → its eviction group."""
+    device_class: dict[tuple[int, int], int] = field(init=False)
+    """(node, device) → the device's class within the node's class."""
 
     def __post_init__(self) -> None:
         self._node_index = {n.name: i for i, n in enumerate(self.nodes)}
-        self.groups_on = [[] for _ in self.nodes]
+        self.groups_on = [[] for _ in self.classes]
         for g in self.groups:
-            for n in g.nodes:
-                self.groups_on[n].append(g.index)
-        self.running_on = [[] for _ in self.nodes]
-        self.holders = {}
-        for i, r in enumerate(self.running):
-            self.running_on[r.node].append(i)
-            for d, memory, cores in r.gpus:
-                self.holders.setdefault((r.node, d), []).append((i, memory, cores))
+            for c in g.classes:
+                self.groups_on[c].append(g.index)
+        self.evict_group_of = {i: eg.index for eg in self.evict_groups for i in eg.pods}
+        self.device_class = {
+            (n, d): dc.index
+            for cls in self.classes
+            for dc in cls.devices
+            for position, n in enumerate(cls.nodes)
+            for d in dc.members[position]
+        }
 
     def node_index(self, name: str) -> int:
         return self._node_index[name]
+
+    def unit_groups(self, unit: int) -> list[Group]:
+        return [self.groups[g] for g in self.units[unit].groups]
+
+    def job_running(self, unit: int) -> list[int]:
+        return self.units[unit].running
 
 
 def pod_value(task: Task, largest_gpu_memory: int, cpu_per_gpu: float) -> int:
@@ -174,213 +112,265 @@ def pod_value(task: Task, largest_gpu_memory: int, cpu_per_gpu: float) -> int:
     return max(1, round(1000 * task.resources.get("cpu") / cpu_per_gpu))
 
 
-def _selector_ok(task: Task, node: Node) -> bool:
-    if any(node.labels.get(k) != v for k, v in task.node_selector.items()):
-        return False
-    terms = task.required_affinity
-    return not terms or any(t.match_expressions and t.matches(node.labels) for t in terms)
+def _mapping_key(mapping: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, repr(v)) for k, v in mapping.items()))
 
 
-def _taints_ok(task: Task, node: Node) -> bool:
-    taints = [
-        (t.key, t.value, t.effect) for t in node.taints if t.effect in ("NoSchedule", "NoExecute")
-    ]
-    if node.unschedulable:
-        taints.append((UNSCHEDULABLE_TAINT, "", "NoSchedule"))
-    return all(any(tol.tolerates(*taint) for tol in task.tolerations) for taint in taints)
+def _task_key(task: Task) -> tuple[object, ...]:
+    return (
+        task.name,
+        _mapping_key(task.resources),
+        _mapping_key(task.init_resources),
+        task.gpu,
+        repr(task.gpu_filter),
+        task.priority,
+        task.preemption_policy,
+        task.role,
+        task.min_available,
+        _mapping_key(task.labels),
+        _mapping_key(task.annotations),
+        _mapping_key(task.node_selector),
+        repr(task.required_affinity),
+        task.tolerations,
+    )
 
 
-def _device_pool(node: Node) -> list[int]:
-    """HAMi's device checks that depend on neither the pod nor what else runs (§3.3)."""
-    cordoned = node.cordoned_gpus
-    return [
-        d
-        for d, dev in enumerate(node.gpus)
-        if dev.health and "NVIDIA" in dev.type.upper() and dev.id not in cordoned
-    ]
+def interchangeable_key(job: Job) -> tuple[object, ...] | None:
+    """What a single-pod pending job is, up to its name: jobs with equal keys can be admitted
+    in any combination with the same effect on every rule and stage. None for jobs that are
+    decided one by one (gangs, jobs with running pods)."""
+    if job.running or len(job.tasks) != 1 or job.tasks[0].replicas != 1 or job.min_available > 1:
+        return None
+    return (
+        job.namespace,
+        job.queue,
+        job.priority,
+        job.priority_class,
+        job.min_available,
+        _mapping_key(job.min_task_member),
+        repr(job.min_resources),
+        repr(job.network_topology),
+        job.duration,
+        job.phase,
+        _mapping_key(job.labels),
+        _mapping_key(job.annotations),
+        _task_key(job.tasks[0]),
+    )
 
 
-class _WholeDevices:
-    """Whether a container needs, on every device of a node's pool, the whole memory and
-    fits alone: then which devices it gets does not matter, only that they carry no other
-    share, and the model counts whole devices instead of choosing them. Containers with a
-    device filter narrower than the pool, or a NUMA binding that can bite, are chosen per
-    device. Answers are cached per request and pool shape: nodes are mostly alike."""
-
-    def __init__(self) -> None:
-        self._cache: dict[tuple[bool, GpuRequest, tuple[tuple[int, int, int, int], ...]], bool] = {}
-
-    def __call__(self, numa_bind: bool, request: GpuRequest, node: Node, pool: list[int]) -> bool:
-        shape = tuple((d.count, d.memory, d.cores, d.numa) for d in (node.gpus[i] for i in pool))
-        key = (numa_bind, request, shape)
-        if key not in self._cache:
-            self._cache[key] = self._decide(numa_bind, request, shape)
-        return self._cache[key]
-
-    @staticmethod
-    def _decide(
-        numa_bind: bool, request: GpuRequest, shape: tuple[tuple[int, int, int, int], ...]
-    ) -> bool:
-        if numa_bind and request.nums > 1 and len({numa for *_, numa in shape}) > 1:
-            return False
-        return all(
-            count >= 1 and request.memory_on(memory) == memory and request.booked_cores <= cores
-            for count, memory, cores, _ in shape
-        )
+def _units(jobs: Sequence[Job], merge: bool) -> list[Unit]:
+    units: list[Unit] = []
+    by_key: dict[tuple[object, ...], Unit] = {}
+    for job in jobs:
+        key = interchangeable_key(job) if merge else None
+        if key is not None and key in by_key:
+            by_key[key].jobs.append(job)
+            continue
+        unit = Unit(len(units), [job])
+        units.append(unit)
+        if key is not None:
+            by_key[key] = unit
+    for unit in units:
+        unit.jobs.sort(key=lambda j: (-j.priority, j.order))
+    return units
 
 
-def _devices_fit(group: Group, node: Node, usable: list[int]) -> bool:
-    """Enough usable devices for the widest container (on one NUMA node when bound)."""
-    widest = max(r.nums for r in group.gpus)
-    if not group.numa_bind:
-        return len(usable) >= widest
-    per_numa: dict[int, int] = {}
-    for d in usable:
-        per_numa[node.gpus[d].numa] = per_numa.get(node.gpus[d].numa, 0) + 1
-    return max(per_numa.values(), default=0) >= widest
+class _Builder:
+    """Fills the pod tables of :class:`Compiled` job by job."""
 
+    def __init__(self, instance: Instance, view: View | None) -> None:
+        self.instance = instance
+        self.view = view
+        self.node_index = {n.name: i for i, n in enumerate(instance.nodes)}
+        gpu_devices = [d for n in instance.nodes for d in n.gpus]
+        self.largest = max((d.memory for d in gpu_devices), default=1) or 1
+        total_cpu = instance.total_allocatable.get("cpu")
+        self.cpu_per_gpu = total_cpu / len(gpu_devices) if gpu_devices and total_cpu else 1000
+        self.evictions_on = instance.scheduler.evicts
+        self.groups: list[Group] = []
+        self.running: list[RunningPod] = []
+        self.resources: set[str] = set()
 
-def compile_instance(instance: Instance, *, tdm_lookahead: bool = False) -> Compiled:
-    """Build the tables; ``tdm_lookahead`` also forbids revocable nodes to jobs that would
-    outlive the zone's window (DESIGN §5, optional)."""
-    conf = instance.scheduler
-    nodes = list(instance.nodes)
-    node_index = {n.name: i for i, n in enumerate(nodes)}
-    priorities = sorted({j.priority for j in instance.jobs})
-    rank = {p: i for i, p in enumerate(priorities)}
-    weights = {j.key: 1 + rank[j.priority] for j in instance.jobs}
-    gpu_devices = [d for n in nodes for d in n.gpus]
-    largest = max((d.memory for d in gpu_devices), default=1) or 1
-    total_cpu = instance.total_allocatable.get("cpu")
-    cpu_per_gpu = total_cpu / len(gpu_devices) if gpu_devices and total_cpu else 1000
-    resources: set[str] = set()
-    groups: list[Group] = []
-    running: list[RunningPod] = []
-    job_groups: dict[str, list[int]] = {}
-    job_running: dict[str, list[int]] = {}
-    tdm = instance.tdm
-    pools = [_device_pool(n) for n in nodes]
-    whole = _WholeDevices()
-    evictions_on = conf.evicts
-    for job in instance.jobs:
-        job_groups[job.key] = []
-        job_running[job.key] = []
-        protected = job.namespace == SYSTEM_NAMESPACE or job.priority_class in PROTECTED_CLASSES
+    def unit(self, unit: Unit) -> None:
+        job = unit.job
+        frozen = self.view is not None and job.key not in self.view.free_jobs
         for task in job.tasks:
             request = model_units(task.resources, round_up=True)
             request_floor = model_units(task.resources, round_up=False)
-            resources.update(request)
-            value = pod_value(task, largest, cpu_per_gpu)
-            pods = [p for p in job.pods if p.task == task.name]
-            for pod in pods:
-                if not pod.running:
-                    continue
-                node = instance.node_by_name[pod.node]  # type: ignore[index]
-                dev_index = {d.id: i for i, d in enumerate(node.gpus)}
-                held = [
-                    (dev_index[s.id], s.memory, s.cores)
-                    for c in pod.gpus
-                    for s in c
-                    if s.id in dev_index
-                ]
-                evictable = (
-                    evictions_on
-                    and not protected
-                    and pod_preemptable(task.annotations, task.labels)
-                )
-                job_running[job.key].append(len(running))
-                running.append(
-                    RunningPod(
-                        pod,
-                        job,
-                        task,
-                        node_index[node.name],
-                        request,
-                        request_floor,
-                        held,
-                        evictable,
-                        value,
-                    )
-                )
-            pending = [p for p in pods if not p.running]
+            self.resources.update(request)
+            value = pod_value(task, self.largest, self.cpu_per_gpu)
+            if len(unit.jobs) == 1:
+                pods = [p for p in job.pods if p.task == task.name]
+                for pod in pods:
+                    held = self._held(pod)
+                    if held is not None:
+                        unit.running.append(len(self.running))
+                        self.running.append(self._running(job, task, pod, *held, request, value))
+                pending = [] if frozen else [p for p in pods if not p.running]
+            else:
+                pending = [j.pods[0] for j in unit.jobs]
             if not pending:
                 continue
             numa_bind = task.numa_bind
-            group = Group(len(groups), job, task, pending, request, request_floor, value, numa_bind)
-            revocable = pod_revocable_zone(task.annotations) == "*"
-            for i, node in enumerate(nodes):
-                if not _selector_ok(task, node) or not _taints_ok(task, node):
-                    continue
-                zone = node_zone(node.labels)
-                if zone and tdm is not None:
-                    if not revocable or not tdm.zone_active(zone, instance.now, instance.tz):
-                        continue
-                    if tdm_lookahead and job.duration is not None:
-                        window = tdm.zones.get(zone)
-                        closes = (
-                            window_closes_at(window, instance.now, instance.tz) if window else None
-                        )
-                        if closes is not None and instance.now + job.duration > closes:
-                            continue
-                if group.gpus:
-                    usable = pools[i]
-                    if task.gpu_filter is not None and task.gpu_filter != NO_FILTER:
-                        usable = [d for d in pools[i] if task.gpu_filter.allows(node.gpus[d])]
-                    if not _devices_fit(group, node, usable):
-                        continue
-                    group.devices[i] = usable
-                    group.whole[i] = [
-                        usable == pools[i] and whole(group.numa_bind, r, node, usable)
-                        for r in group.gpus
-                    ]
-                group.nodes.append(i)
-            job_groups[job.key].append(group.index)
-            groups.append(group)
-    limits, deserved, guarantee, members, leaf_ok = _queues(instance)
-    budget = {}
-    for job in instance.jobs:
-        if has_disruption_budget(job.annotations):
-            running_count = sum(1 for p in job.pods if p.running)
-            budget[job.key] = job_eviction_budget(job.annotations, job.replicas, running_count, 0)
+            group = Group(
+                len(self.groups),
+                unit.index,
+                task,
+                pending,
+                request,
+                request_floor,
+                value,
+                numa_bind,
+                job,
+            )
+            unit.groups.append(group.index)
+            self.groups.append(group)
+
+    def _held(self, pod: Pod) -> tuple[str, tuple[DeviceShare, ...], bool] | None:
+        """(node, device shares, may be evicted) of a pod that holds room before the plan: a
+        running pod, or in a view a pod the frozen part of the plan places; None otherwise
+        (pending, or evicted by the frozen part)."""
+        view = self.view
+        if view is not None:
+            if pod.key in view.evicted:
+                return None
+            placed = view.frozen.get(pod.key)
+            if placed is not None:
+                return placed.node, placed.gpus or (), False
+        if pod.node is None:
+            return None
+        return pod.node, tuple(s for c in pod.gpus for s in c), view is None
+
+    def _running(
+        self,
+        job: Job,
+        task: Task,
+        pod: Pod,
+        node_name: str,
+        shares: tuple[DeviceShare, ...],
+        may_evict: bool,
+        request: dict[str, int],
+        value: int,
+    ) -> RunningPod:
+        node = self.instance.node_by_name[node_name]
+        dev_index = {d.id: i for i, d in enumerate(node.gpus)}
+        held = [(dev_index[s.id], s.memory, s.cores) for s in shares if s.id in dev_index]
+        protected = (
+            job.namespace == SYSTEM_NAMESPACE or job.priority_class in CRITICAL_PRIORITY_CLASSES
+        )
+        evictable = (
+            may_evict
+            and self.evictions_on
+            and not protected
+            and pod_preemptable(task.annotations, task.labels)
+        )
+        return RunningPod(
+            pod,
+            job,
+            task,
+            self.node_index[node.name],
+            request,
+            model_units(task.resources, round_up=False),
+            held,
+            evictable,
+            value,
+        )
+
+
+def compile_instance(
+    instance: Instance,
+    *,
+    tdm_lookahead: bool = False,
+    aggregate: bool = True,
+    split: frozenset[int] = frozenset(),
+    view: View | None = None,
+) -> Compiled:
+    """Build the tables; ``tdm_lookahead`` also forbids revocable nodes to jobs that would
+    outlive the zone's window (DESIGN §5, optional). ``aggregate`` False gives every node its
+    own class and every job its own unit; ``split`` names nodes that get classes of their own
+    (what an expansion could not fit is solved again at node level). A ``view`` compiles only
+    the part of the snapshot a large-neighbourhood round decides (``view.py``)."""
+    jobs = list(instance.jobs)
+    priorities = sorted({j.priority for j in jobs})
+    rank = {p: i for i, p in enumerate(priorities)}
+    if view is None:
+        units = _units(jobs, aggregate)
+    else:
+        free = [j for j in jobs if j.key in view.free_jobs]
+        units = _units(free, aggregate)
+        units += [
+            Unit(len(units) + i, [j])
+            for i, j in enumerate(j for j in jobs if j.key not in view.free_jobs)
+        ]
+    builder = _Builder(instance, view)
+    for unit in units:
+        builder.unit(unit)
+    nodes = list(instance.nodes)
     levels, domains = topology_levels(instance)
+    pools = [device_pool(n) for n in nodes]
+    classes, node_class, evict_groups = build_classes(
+        instance,
+        builder.groups,
+        builder.running,
+        domains,
+        pools,
+        aggregate=aggregate,
+        split=split,
+        nodes=None if view is None else view.open_nodes,
+    )
+    found: dict[tuple[object, ...], Candidates] = {}
+    for g in builder.groups:
+        key = candidate_key(g, tdm_lookahead)
+        if key not in found:
+            found[key] = find_candidates(instance, g, classes, tdm_lookahead)
+        g.where = found[key]
+    limits, deserved, guarantee, members, leaf_ok = _queues(instance)
     return Compiled(
         instance=instance,
         nodes=nodes,
-        groups=groups,
-        running=running,
-        jobs=list(instance.jobs),
-        job_groups=job_groups,
-        job_running=job_running,
-        weights=weights,
-        resources=sorted(resources),
+        groups=builder.groups,
+        units=units,
+        running=builder.running,
+        jobs=jobs,
+        unit_of={j.key: u.index for u in units for j in u.jobs},
+        weights={j.key: 1 + rank[j.priority] for j in jobs},
+        resources=sorted(builder.resources),
         queue_limits=limits,
         queue_deserved=deserved,
         queue_guarantee=guarantee,
         queue_members=members,
         leaf_ok=leaf_ok,
-        evictions_on=evictions_on,
-        topology_on=conf.enforces_topology,
-        eviction_budget=budget,
+        evictions_on=builder.evictions_on,
+        topology_on=instance.scheduler.enforces_topology,
+        eviction_budget=_budgets(jobs),
         levels=levels,
         domains=domains,
-        pool=pools,
+        classes=classes,
+        node_class=node_class,
+        evict_groups=evict_groups,
     )
 
 
-def _queues(
-    instance: Instance,
-) -> tuple[
+def _budgets(jobs: Sequence[Job]) -> dict[str, int]:
+    budget = {}
+    for job in jobs:
+        if has_disruption_budget(job.annotations):
+            running_count = sum(1 for p in job.pods if p.running)
+            budget[job.key] = job_eviction_budget(job.annotations, job.replicas, running_count, 0)
+    return budget
+
+
+QueueTables = tuple[
     dict[str, dict[str, int]],
     dict[str, dict[str, int]],
     dict[str, dict[str, int]],
     dict[str, list[str]],
     dict[str, bool],
-]:
-    """Queue limits as the configured quota plugin enforces them at allocation time."""
-    conf = instance.scheduler
+]
+
+
+def _queue_members(instance: Instance, hierarchical: bool) -> dict[str, list[str]]:
     tree = instance.queue_tree
-    hierarchical = conf.hierarchy()
-    with_jobs = {j.queue for j in instance.jobs}
     members: dict[str, list[str]] = {q: [] for q in tree.names}
     for job in instance.jobs:
         if job.queue not in members:
@@ -389,11 +379,41 @@ def _queues(
         if hierarchical:
             for ancestor in tree.ancestors(job.queue):
                 members[ancestor].append(job.key)
+    return members
+
+
+def _proportion_attrs(instance: Instance, with_jobs: set[str]) -> dict[str, QueueAttrs]:
+    tree = instance.queue_tree
+    total = instance.total_allocatable
+    requests: dict[str, Resources] = {}
+    for job in instance.jobs:
+        req = Resources()
+        for task in job.tasks:
+            req = req + task.resources.scaled(task.replicas)
+        requests[job.queue] = requests.get(job.queue, Resources()) + req
+    queues = [tree.queue(q) for q in tree.names if q in with_jobs]
+    real = capacity_flat(tree, total, [q.name for q in queues])
+    deserved = proportion_deserved(
+        queues, total, requests, {q: a.real_capability for q, a in real.items()}
+    )
+    return {
+        q: QueueAttrs(d, real[q].capability, real[q].real_capability, real[q].guarantee)
+        for q, d in deserved.items()
+    }
+
+
+def _queues(instance: Instance) -> QueueTables:
+    """Queue limits as the configured quota plugin enforces them at allocation time."""
+    conf = instance.scheduler
+    tree = instance.queue_tree
+    hierarchical = conf.hierarchy()
+    with_jobs = {j.queue for j in instance.jobs}
+    members = _queue_members(instance, hierarchical)
     leaf_ok = {q: (not hierarchical) or tree.is_leaf(q) for q in tree.names}
     attrs: Mapping[str, QueueAttrs] = {}
-    total = instance.total_allocatable
     limits: dict[str, dict[str, int]] = {}
     if conf.has("capacity"):
+        total = instance.total_allocatable
         attrs = (
             capacity_hierarchical(tree, total)
             if hierarchical
@@ -403,50 +423,11 @@ def _queues(
             if hierarchical or q in with_jobs:
                 limits[q] = model_units(a.real_capability, round_up=False)
     elif conf.has("proportion"):
-        requests: dict[str, Resources] = {}
-        for job in instance.jobs:
-            req = Resources()
-            for task in job.tasks:
-                req = req + task.resources.scaled(task.replicas)
-            requests[job.queue] = requests.get(job.queue, Resources()) + req
-        queues = [tree.queue(q) for q in tree.names if q in with_jobs]
-        real = capacity_flat(tree, total, [q.name for q in queues])
-        deserved_p = proportion_deserved(
-            queues, total, requests, {q: a.real_capability for q, a in real.items()}
-        )
-        for q, d in deserved_p.items():
-            limits[q] = model_units(d, round_up=False)
-        attrs = {
-            q: QueueAttrs(d, real[q].capability, real[q].real_capability, real[q].guarantee)
-            for q, d in deserved_p.items()
-        }
+        attrs = _proportion_attrs(instance, with_jobs)
+        limits = {q: model_units(a.deserved, round_up=False) for q, a in attrs.items()}
     if attrs:
         deserved = {q: model_units(a.deserved, round_up=True) for q, a in attrs.items()}
     else:
         deserved = {q: model_units(tree.queue(q).deserved, round_up=True) for q in tree.names}
     guarantee = {q: model_units(tree.queue(q).guarantee, round_up=True) for q in tree.names}
     return limits, deserved, guarantee, members, leaf_ok
-
-
-def topology_levels(instance: Instance) -> tuple[list[int], list[list[str]]]:
-    """Topology levels for LCA reasoning: tier 0 (one node) and every real HyperNode tier.
-
-    ``domains[l][n]`` names the largest HyperNode of tier ≤ ``levels[l]`` that contains node
-    ``n`` (the node itself when there is none), so the domains of one level partition the nodes
-    and "all of a job's pods within one HyperNode of tier ≤ t" becomes "all in one domain".
-    """
-    topology = instance.topology
-    levels = [0, *sorted({topology.tier(h) for h in topology.names})]
-    containing: dict[str, list[tuple[int, str]]] = {n.name: [] for n in instance.nodes}
-    for h in topology.names:
-        for node in topology.real_nodes(h):
-            if node in containing:
-                containing[node].append((topology.tier(h), h))
-    domains = []
-    for level in levels:
-        row = []
-        for node in instance.nodes:
-            fitting = [c for c in containing[node.name] if c[0] <= level]
-            row.append(max(fitting)[1] if level > 0 and fitting else f"node:{node.name}")
-        domains.append(row)
-    return levels, domains

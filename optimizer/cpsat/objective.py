@@ -26,11 +26,13 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
+from ..options import STAGES
 from ..plan import Plan
+from .constraints import gpu_users, held_terms, new_share_devices, occupied_devices
 from .data import Compiled
-from .variables import Expr, Linear, Values, Variables
+from .domains import within_level
+from .variables import Expr, Linear, Values, Variables, lsum, wsum
 
-STAGES = ("work", "fairness", "topology", "packing")
 FILL_SCALE = 1000
 SHARE_CAP = 10000
 EVICTION_COST = 100
@@ -61,8 +63,9 @@ def _fair_pairs(data: Compiled) -> list[tuple[str, str, int]]:
     return pairs
 
 
-def multi_pod_jobs(data: Compiled) -> list[str]:
-    return [j.key for j in data.jobs if data.job_groups[j.key] and j.replicas >= 2]
+def multi_pod_units(data: Compiled) -> list[int]:
+    """Units whose topology is scored: one job with pending pods and at least two pods."""
+    return [u.index for u in data.units if u.groups and u.size == 1 and u.job.replicas >= 2]
 
 
 def _share(allocated: int, deserved: int, cap: int) -> int:
@@ -89,29 +92,33 @@ def stage_span(data: Compiled, stage: str) -> int:
     if stage == "fairness":
         return (SHARE_CAP + 1) * FILL_SCALE * len(_fair_pairs(data)) + SHARE_CAP
     if stage == "topology":
-        return (len(data.levels) + 1) * len(multi_pod_jobs(data))
-    evictable = sum(1 for r in data.running if r.evictable)
+        return (len(data.levels) + 1) * len(multi_pod_units(data))
+    evictable = sum(eg.size for eg in data.evict_groups)
     devices = sum(len(n.gpus) for n in data.nodes)
     return EVICTION_COST * evictable + devices + len(data.nodes)
 
 
 def _work(m: cp_model.CpModel, v: Variables, data: Compiled) -> Expr:
     del m
-    new = [data.weights[g.job.key] * g.value * v.placed(g.index) for g in data.groups]
-    kept = [data.weights[r.job.key] * r.value * v.kept(i) for i, r in enumerate(data.running)]
-    return sum(new) + sum(kept)
+    new = [(data.weights[g.job.key] * g.value, v.placed(g.index)) for g in data.groups]
+    kept = held_terms(
+        v,
+        range(len(data.running)),
+        lambda i: data.weights[data.running[i].job.key] * data.running[i].value,
+    )
+    return wsum(new + [(c, e) for c, e, _ in kept])
 
 
 def _allocated(v: Variables, data: Compiled, queue: str, resource: str) -> Expr:
-    total: Expr = 0
-    for job in data.jobs:
-        if job.queue != queue:
+    terms: list[tuple[int, Expr]] = []
+    running: list[int] = []
+    for unit in data.units:
+        if unit.job.queue != queue:
             continue
-        for g in data.job_groups[job.key]:
-            total += data.groups[g].request.get(resource, 0) * v.placed(g)
-        for i in data.job_running[job.key]:
-            total += data.running[i].request.get(resource, 0) * v.kept(i)
-    return total
+        terms += [(data.groups[g].request.get(resource, 0), v.placed(g)) for g in unit.groups]
+        running += unit.running
+    held = held_terms(v, running, lambda i: data.running[i].request.get(resource, 0))
+    return wsum(terms + [(c, e) for c, e, _ in held])
 
 
 def _fairness(m: cp_model.CpModel, v: Variables, data: Compiled) -> Expr:
@@ -138,44 +145,96 @@ def _fairness(m: cp_model.CpModel, v: Variables, data: Compiled) -> Expr:
         m.add(deserved * f <= FILL_SCALE * expr)
         m.add(deserved * z <= FILL_SCALE * expr)
         fills.append(f)
-    return (SHARE_CAP + 1) * sum(fills) + z
+    return wsum([(SHARE_CAP + 1, f) for f in fills] + [(1, z)])
 
 
 def _topology(m: cp_model.CpModel, v: Variables, data: Compiled) -> Expr:
     del m
-    jobs = multi_pod_jobs(data)
-    if not jobs:
+    units = multi_pod_units(data)
+    if not units:
         return 0
     levels = len(data.levels)
-    return -sum(1 - v.within_level(job, level) for job in jobs for level in range(levels))
+    withins = [within_level(v, u, level) for u in units for level in range(levels)]
+    return lsum(withins) - len(withins)
+
+
+def nodes_used(v: Variables, c: int) -> Expr:
+    """Nodes of an idle class that get new pods (an auxiliary, made once): at least what the
+    class's new pods need by each resource, pod slots and whole devices, one node's worth at a
+    time."""
+    if c in v.nodes_used:
+        return v.nodes_used[c]
+    data = v.data
+    cls = data.classes[c]
+    groups = data.groups_on[c]
+    rows: list[tuple[Expr, int]] = []
+    for g in groups:
+        rows.append((v.count[g, c], max(1, v.per_node[g, c])))
+    resources = sorted({r for g in groups for r, a in data.groups[g].request.items() if a > 0})
+    for resource in resources:
+        expr = wsum((data.groups[g].request.get(resource, 0), v.count[g, c]) for g in groups)
+        rows.append((expr, max(1, cls.allocatable.get(resource, 0))))
+    rows.append((lsum(v.count[g, c] for g in groups), max(1, cls.pod_capacity)))
+    devices = sum(dc.per_node for dc in cls.devices if dc.pool)
+    taken = [e for dc in cls.devices for _, _, w, e, _ in gpu_users(v, c, dc.index) if w]
+    taken += [new_share_devices(v, c, dc) for dc in cls.devices]
+    taken.append(v.pooled_whole(c))
+    if devices and any(not isinstance(e, int) for e in taken):
+        rows.append((lsum(taken), devices))
+    linear = [(Linear(expr), per) for expr, per in rows]
+    u = v.aux_int(
+        0,
+        cls.size,
+        f"nodes_used[{c}]",
+        lambda vals: max(-(-e.value(vals) // per) for e, per in linear),
+    )
+    for expr, per in rows:
+        v.model.add(expr <= per * u)
+    v.nodes_used[c] = u
+    return u
+
+
+def _pooled_opened(v: Variables, c: int) -> Expr:
+    """Whole devices the pooled containers of ``c`` open: those beyond the devices running
+    pods held before the plan that end up free (the plan gives them those first)."""
+    cls = v.data.classes[c]
+    held = [cls.devices[d] for d in v.pooled[c] if cls.devices[d].held]
+    taken = v.pooled_whole(c)
+    if not held:
+        return taken
+    freed = sum(cls.size * dc.per_node for dc in held) - lsum(
+        occupied_devices(v, c, dc) for dc in held
+    )
+    beyond = Linear(taken - freed)
+    total = sum(cls.size * dc.per_node for dc in cls.devices)
+    opened = v.aux_int(0, total, f"opened_whole[{c}]", lambda vals: max(0, beyond.value(vals)))
+    v.model.add(opened >= taken - freed)
+    return opened
 
 
 def _packing(m: cp_model.CpModel, v: Variables, data: Compiled) -> Expr:
-    """Opened devices: per-device shares on devices no running pod holds, plus the whole
-    devices a node's whole-device containers need beyond the held devices that end up free
-    (the plan is read back giving them those first)."""
-    devices: list[Expr] = [
-        v.device_used_flag(n, d) for (n, d) in v.device_users() if (n, d) not in data.holders
-    ]
-    for n in v.whole:
-        freed = [1 - v.occupied_flag(n, d) for d in data.pool[n] if (n, d) in data.holders]
-        beyond = Linear(v.whole_devices(n) - sum(freed))
-        opened = v.aux_int(
-            0, len(data.pool[n]), f"opened_whole[{n}]", lambda vals, e=beyond: max(0, e.value(vals))
-        )
-        m.add(opened >= v.whole_devices(n) - sum(freed))
-        devices.append(opened)
-    nodes = [
-        v.node_used_flag(n)
-        for n in range(len(data.nodes))
-        if data.groups_on[n] and not data.running_on[n]
-    ]
-    return -(EVICTION_COST * sum(v.evict.values()) + sum(devices) + sum(nodes))
+    """Evictions, then devices opened (taken whole or given a first share where no running pod
+    held a share), then nodes opened (given pods where no running pod was)."""
+    del m
+    devices: list[Expr] = []
+    nodes: list[Expr] = []
+    for c, cls in enumerate(data.classes):
+        if not data.groups_on[c]:
+            continue
+        for dc in cls.devices:
+            if dc.held:
+                continue
+            devices += [e for _, _, w, e, _ in gpu_users(v, c, dc.index) if w]
+            devices.append(new_share_devices(v, c, dc))
+        if c in v.pooled:
+            devices.append(_pooled_opened(v, c))
+        if not cls.busy:
+            nodes.append(nodes_used(v, c))
+    terms = [(-EVICTION_COST, e) for e in v.evict.values()]
+    return wsum(terms + [(-1, e) for e in devices] + [(-1, e) for e in nodes])
 
 
 # -- plan side -----------------------------------------------------------------------------
-
-
 def evaluate(data: Compiled, plan: Plan) -> StageValues:
     """The four stage values of any plan for the compiled instance."""
     instance = data.instance
@@ -198,7 +257,8 @@ def evaluate(data: Compiled, plan: Plan) -> StageValues:
         for resource, amount in request.items():
             allocated[job.queue, resource] = allocated.get((job.queue, resource), 0) + amount
     fairness = _fairness_value(data, allocated)
-    topology = -sum(_level_cost(data, per_job_nodes.get(j, set())) for j in multi_pod_jobs(data))
+    multi = [data.units[u].key for u in multi_pod_units(data)]
+    topology = -sum(_level_cost(data, per_job_nodes.get(j, set())) for j in multi)
     held_devices = {(r.node, d) for r in data.running for d, _, _ in r.gpus}
     busy_nodes = {r.node for r in data.running}
     opened_devices: set[tuple[int, int]] = set()

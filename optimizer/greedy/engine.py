@@ -29,6 +29,7 @@ from ..plan import (
     Plan,
     SolverInfo,
 )
+from ..result import Status as SolveStatus
 from .actions import allocate, backfill, enqueue, preempt, reclaim
 from .api import JobInfo, Status, TaskInfo
 from .plugins import REGISTRY
@@ -99,7 +100,7 @@ def to_plan(ssn: Session, wall_seconds: float = 0.0) -> Plan:
         evictions=evictions,
         pipelined=pipelined,
         jobs=jobs,
-        solver=SolverInfo(status="HEURISTIC", wall_seconds=round(wall_seconds, 4)),
+        solver=SolverInfo(status=SolveStatus.HEURISTIC, wall_seconds=round(wall_seconds, 4)),
     )
 
 

@@ -17,6 +17,7 @@ from models.workload import DeviceShare
 from models.yamlio import load_documents, read_text
 
 from .. import __version__
+from ..result import Status
 from .records import (
     ADMITTED,
     JOB_STATUSES,
@@ -264,7 +265,10 @@ def _read_solver(raw: object, bad: Report) -> SolverInfo | None:
         "stages": "stages",
         "variables": "variables",
         "constraints": "constraints",
+        "classes": "classes",
+        "fallback": "fallback",
         "message": "message",
     }
     kwargs = {names[k]: v for k, v in raw.items() if k in names}
+    kwargs["status"] = Status.parse(str(kwargs["status"]))
     return SolverInfo(**kwargs)

@@ -19,6 +19,7 @@ from models.instance import Instance
 from models.workload import DeviceShare
 
 from .. import __version__
+from ..result import Status
 from . import render as rendering
 from . import write as writing
 
@@ -72,9 +73,13 @@ class JobDecision:
 
 @dataclass(frozen=True)
 class SolverInfo:
-    """How an engine reached the plan. Greedy plans carry a status and time but no gap."""
+    """How an engine reached the plan. Greedy plans carry a status and time but no gap.
 
-    status: str
+    ``fallback`` says why a CP-SAT run returned the greedy plan instead of its own (empty when
+    the plan is CP-SAT's); ``classes`` is the number of node classes the model counted pods in.
+    """
+
+    status: Status
     wall_seconds: float = 0.0
     objective: float | None = None
     bound: float | None = None
@@ -83,7 +88,13 @@ class SolverInfo:
     stages: Mapping[str, float] = field(default_factory=dict)
     variables: int | None = None
     constraints: int | None = None
+    classes: int | None = None
+    fallback: str = ""
     message: str = ""
+
+    @property
+    def greedy_kept(self) -> bool:
+        return bool(self.fallback)
 
 
 @dataclass(frozen=True)

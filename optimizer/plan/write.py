@@ -79,7 +79,7 @@ def _placement_dict(p: Placement) -> dict[str, Any]:
 
 
 def _solver_dict(s: SolverInfo) -> dict[str, Any]:
-    out: dict[str, Any] = {"status": s.status}
+    out: dict[str, Any] = {"status": str(s.status)}
     for key, attr in (
         ("objective", "objective"),
         ("bound", "bound"),
@@ -88,6 +88,8 @@ def _solver_dict(s: SolverInfo) -> dict[str, Any]:
         ("workers", "workers"),
         ("variables", "variables"),
         ("constraints", "constraints"),
+        ("classes", "classes"),
+        ("fallback", "fallback"),
         ("message", "message"),
     ):
         value = getattr(s, attr)

@@ -14,10 +14,10 @@ import textwrap
 from models.instance import Instance
 from models.load import loads
 from optimizer.cpsat.data import compile_instance
-from optimizer.cpsat.model import solve
+from optimizer.cpsat.engine import solve
 from optimizer.cpsat.objective import StageValues, evaluate
-from optimizer.cpsat.params import SolveOptions
 from optimizer.greedy.engine import solve as solve_greedy
+from optimizer.options import SolveOptions
 from optimizer.plan import Plan
 from optimizer.verify import verify
 

@@ -27,10 +27,14 @@ from cpsat_kit import (
 
 from models.instance import Instance
 from models.load import load
+from optimizer.cpsat.expand import expand
+from optimizer.cpsat.extract import plan_from
 from optimizer.cpsat.model import CpsatModel
-from optimizer.cpsat.objective import STAGES, evaluate
+from optimizer.cpsat.objective import evaluate
 from optimizer.cpsat.variables import value_of
+from optimizer.options import STAGES
 from optimizer.plan import Placement, Plan
+from optimizer.progress import Progress
 
 DEMO = Path(__file__).resolve().parents[2] / "instances" / "demo.yaml"
 
@@ -340,31 +344,52 @@ AGREEMENT = [
 @pytest.mark.parametrize("make", AGREEMENT)
 @pytest.mark.parametrize("mode", ["lexicographic", "weighted"])
 def test_solver_stage_values_agree_with_evaluate(make: Callable[[], Instance], mode: str) -> None:
-    """At an optimum every auxiliary sits at its true value, so the stage values the solver
-    reports (its own expressions at its solution) must equal ``evaluate`` of the plan read
-    back from that solution, stage by stage: memory in rounded-up MiB on both sides (the
-    mixed instance uses byte amounts that are not whole MiB), fills floored the same way, the
-    LCA level, opened devices (whole-GPU pods counted, not chosen, in the model) and nodes.
-    The floor is the empty plan, so the plan is the solver's own even where greedy is
-    already optimal."""
+    """At an optimum every auxiliary sits at its true value, so on the per-node model (one
+    class per node) the stage values of the solver's own expressions at its solution equal
+    ``evaluate`` of the plan read back from that solution, stage by stage: memory in
+    rounded-up MiB on both sides (the mixed instance uses byte amounts that are not whole
+    MiB), fills floored the same way, the LCA level, opened devices (whole-GPU pods counted,
+    not chosen, in the model) and nodes. The search starts from the empty plan, so the plan
+    is the solver's own even where greedy is already optimal."""
     inst = make()
-    model = CpsatModel(inst, options(objective=mode))
-    plan = checked(inst, model.solve(Plan(instance=inst.name)))
-    assert plan.solver is not None
-    assert plan.solver.status == "OPTIMAL", plan.solver.message
+    model = CpsatModel(inst, options(objective=mode, aggregate=False))
+    result = model.search(model.hint_plan(Plan(instance=inst.name)), 20.0, Progress())
+    assert result.values is not None
+    assert set(result.statuses.values()) == {"OPTIMAL"}
+    expansion = expand(model.vars, result.values)
+    assert not expansion.failed_classes
+    plan = checked(inst, plan_from(model.vars, result.values, expansion, inst, 0))
     assert plan.placements
     values = evaluate(model.data, plan).as_dict()
-    assert plan.solver.stages == {s: float(values[s]) for s in STAGES}
+    assert {s: value_of(model.stages[s], result.values) for s in STAGES} == values
+
+
+@pytest.mark.parametrize("make", AGREEMENT)
+def test_class_model_stage_values_bound_evaluate(make: Callable[[], Instance]) -> None:
+    """With node classes the first three stages are still exact, and packing counts opened
+    nodes and devices as a class-wide bound, so the model's packing value can only be
+    optimistic: at the optimum, model ≥ ``evaluate`` on packing, equal on the rest."""
+    inst = make()
+    model = CpsatModel(inst, options())
+    result = model.search(model.hint_plan(Plan(instance=inst.name)), 20.0, Progress())
+    assert result.values is not None
+    expansion = expand(model.vars, result.values)
+    plan = checked(inst, plan_from(model.vars, result.values, expansion, inst, 0))
+    values = evaluate(model.data, plan).as_dict()
+    model_values = {s: value_of(model.stages[s], result.values) for s in STAGES}
+    assert {s: model_values[s] for s in STAGES[:3]} == {s: values[s] for s in STAGES[:3]}
+    assert model_values["packing"] >= values["packing"]
 
 
 @pytest.mark.parametrize("make", AGREEMENT)
 def test_hinted_stage_values_agree_with_evaluate(make: Callable[[], Instance]) -> None:
     """The hint of any plan sets every auxiliary to the value its derivation gives, which is
-    the value the model's optimum would give it; so each stage expression evaluated at the
-    greedy plan's hint equals ``evaluate`` of the greedy plan (no solve involved)."""
+    the value the model's optimum would give it; so on the per-node model each stage
+    expression evaluated at the greedy plan's hint equals ``evaluate`` of the greedy plan (no
+    solve involved)."""
     inst = make()
     floor = greedy(inst)
-    model = CpsatModel(inst, options())
+    model = CpsatModel(inst, options(aggregate=False))
     hint = model.hint_plan(floor)
     expected = evaluate(model.data, floor).as_dict()
     assert {s: value_of(model.stages[s], hint) for s in STAGES} == expected

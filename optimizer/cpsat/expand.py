@@ -1,0 +1,253 @@
+"""From counts per class to concrete nodes and devices, deterministically.
+
+The model says how many pods of each group go to each class, and how many pods of each
+eviction group go. Expansion evicts the first pods of each eviction group (in node order),
+then packs each class's new pods into its nodes first-fit, largest first — a job the model
+keeps on one node (topology level 0) as one bundle —, choosing each container's devices by
+HAMi's rules (time-slices, memory, cores, exclusive use, the zero-core rule, distinct devices,
+NUMA binding, the type and UUID filters). Nodes are tried in the class's order and devices
+from the fullest, so that the plan opens as few nodes and devices as it can.
+
+On a one-node class with one device per device class the model's counts are the plan and
+packing always succeeds. On a larger class the model bounds the class as a whole; a class
+whose counts do not pack is reported, so that the solve can give its nodes classes of their
+own and try again (or drop the jobs that did not fit when no time is left).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from models.gpu import FULL_CORES, GpuDevice, GpuRequest
+from models.workload import DeviceShare
+
+from ..plan import Placement
+from .data import Compiled
+from .records import Group
+from .variables import Values, Variables
+
+
+@dataclass
+class _Device:
+    device: GpuDevice
+    held: bool
+    """A running pod held a share before the plan (so using it opens nothing)."""
+    slots: int = 0
+    memory: int = 0
+    cores: int = 0
+    exclusive: int = 0
+    zero: int = 0
+
+    def accepts(self, memory: int, cores: int) -> bool:
+        """One more share keeps every hami-gpu §3.4 rule on this device."""
+        dev = self.device
+        exclusive = self.exclusive + (cores >= FULL_CORES and dev.cores == FULL_CORES)
+        zero = self.zero + (cores == 0)
+        slots, used_memory, used_cores = self.slots + 1, self.memory + memory, self.cores + cores
+        if slots > dev.count or used_memory > dev.memory or used_cores > dev.cores:
+            return False
+        if exclusive and slots > 1:
+            return False
+        return not (zero and dev.cores and used_cores == dev.cores)
+
+    def add(self, memory: int, cores: int) -> None:
+        self.slots += 1
+        self.memory += memory
+        self.cores += cores
+        self.exclusive += cores >= FULL_CORES and self.device.cores == FULL_CORES
+        self.zero += cores == 0
+
+
+@dataclass
+class _Node:
+    index: int
+    position: int
+    """The node's position in its class."""
+    free: dict[str, int]
+    pods: int
+    devices: list[_Device]
+
+    def copy(self) -> _Node:
+        return _Node(
+            self.index,
+            self.position,
+            dict(self.free),
+            self.pods,
+            [_Device(**vars(d)) for d in self.devices],
+        )
+
+
+@dataclass
+class Expansion:
+    placements: list[Placement] = field(default_factory=list)
+    evicted: list[int] = field(default_factory=list)
+    """Running pod indices."""
+    failed_classes: set[int] = field(default_factory=set)
+    failed_units: set[int] = field(default_factory=set)
+
+
+def _evicted(v: Variables, values: Values) -> list[int]:
+    out = []
+    for eg in v.data.evict_groups:
+        out += eg.pods[: values[v.evict[eg.index].index]]
+    return sorted(out)
+
+
+def _node_states(data: Compiled, evicted: set[int]) -> dict[int, _Node]:
+    """Free room of every node of a class that gets pods, after the pods that stay."""
+    states: dict[int, _Node] = {}
+    for cls in data.classes:
+        if not data.groups_on[cls.index]:
+            continue
+        for position, n in enumerate(cls.nodes):
+            devices = [_Device(d, held=False) for d in data.nodes[n].gpus]
+            states[n] = _Node(n, position, dict(cls.allocatable), cls.pod_capacity, devices)
+    for i, r in enumerate(data.running):
+        if r.node not in states:
+            continue
+        state = states[r.node]
+        for d, _, _ in r.gpus:
+            state.devices[d].held = True
+        if i in evicted:
+            continue
+        state.pods -= 1
+        for resource, amount in r.request.items():
+            state.free[resource] = state.free.get(resource, 0) - amount
+        for d, memory, cores in r.gpus:
+            state.devices[d].add(memory, cores)
+    return states
+
+
+def _pods_per_class(v: Variables, values: Values) -> dict[int, list[tuple[Group, str]]]:
+    """Per class, the (group, pod key) pairs it receives: a group's admitted pods in order,
+    sliced over its classes in class order."""
+    data = v.data
+    out: dict[int, list[tuple[Group, str]]] = {}
+    for g in data.groups:
+        counts = [(c, values[v.count[g.index, c].index]) for c in g.classes]
+        total = sum(n for _, n in counts)
+        if not total:
+            continue
+        pods = iter(g.pods[:total])
+        for c, n in counts:
+            for _ in range(n):
+                out.setdefault(c, []).append((g, next(pods).key))
+    return out
+
+
+def _bundled_units(v: Variables, values: Values) -> set[int]:
+    """Units the solution keeps on one node (topology level 0 chosen)."""
+    return {u for (u, level), var in v.within.items() if level == 0 and values[var.index]}
+
+
+def _size_key(g: Group) -> tuple[int, ...]:
+    whole = sum(r.nums for r in g.gpus)
+    share = sum(r.nums * max(r.booked_cores, 1) for r in g.gpus)
+    return (-whole, -share, -g.request.get("cpu", 0), -g.request.get("memory", 0), g.index)
+
+
+def expand(v: Variables, values: Values) -> Expansion:
+    data = v.data
+    result = Expansion(evicted=_evicted(v, values))
+    states = _node_states(data, set(result.evicted))
+    bundled = _bundled_units(v, values)
+    pinned = _pinned_nodes(data, bundled)
+    for c, pods in sorted(_pods_per_class(v, values).items()):
+        cls = data.classes[c]
+        items: dict[object, list[tuple[Group, str]]] = {}
+        for g, key in pods:
+            bundle = g.unit if g.unit in bundled else key
+            items.setdefault(bundle, []).append((g, key))
+        order = sorted(items.values(), key=lambda it: (-len(it), _size_key(it[0][0]), it[0][1]))
+        for item in order:
+            unit = item[0][0].unit
+            candidates = [pinned[unit]] if unit in pinned else cls.nodes
+            placed = _place_item(data, c, [states[n] for n in candidates], item)
+            if placed is None:
+                result.failed_classes.add(c)
+                result.failed_units.add(unit)
+                continue
+            result.placements += placed
+    if result.failed_units:
+        failed = {p.key for u in result.failed_units for g in data.unit_groups(u) for p in g.pods}
+        result.placements = [p for p in result.placements if p.pod not in failed]
+    return result
+
+
+def _pinned_nodes(data: Compiled, bundled: set[int]) -> dict[int, int]:
+    """A bundled unit with running pods must join them on their node."""
+    out = {}
+    for u in bundled:
+        nodes = {data.running[i].node for i in data.units[u].running}
+        if len(nodes) == 1:
+            out[u] = nodes.pop()
+    return out
+
+
+def _place_item(
+    data: Compiled, c: int, nodes: Sequence[_Node], item: Sequence[tuple[Group, str]]
+) -> list[Placement] | None:
+    """Place all pods of ``item`` on the first node that takes them all; commit it there."""
+    for node in nodes:
+        trial = node.copy()
+        placements = []
+        for g, key in item:
+            shares = _fit_pod(data, c, trial, g)
+            if shares is None:
+                break
+            placements.append(Placement(key, data.nodes[node.index].name, tuple(shares)))
+        else:
+            node.free, node.pods, node.devices = trial.free, trial.pods, trial.devices
+            return placements
+    return None
+
+
+def _fit_pod(data: Compiled, c: int, node: _Node, g: Group) -> list[DeviceShare] | None:
+    """Take the pod's resources and devices from ``node`` (a trial copy), or None."""
+    if node.pods < 1:
+        return None
+    if any(amount > node.free.get(r, 0) for r, amount in g.request.items() if amount > 0):
+        return None
+    node.pods -= 1
+    for r, amount in g.request.items():
+        node.free[r] = node.free.get(r, 0) - amount
+    shares: list[DeviceShare] = []
+    cls = data.classes[c]
+    for k, request in enumerate(g.gpus):
+        allowed = []
+        for dc, whole in g.where.containers[c][k]:
+            allowed += [(d, whole) for d in cls.devices[dc].members[node.position]]
+        chosen = _choose_devices(node, request, allowed, g.numa_bind)
+        if chosen is None:
+            return None
+        for d in chosen:
+            dev = node.devices[d]
+            memory = request.memory_on(dev.device.memory)
+            dev.add(memory, request.booked_cores)
+            shares.append(DeviceShare(dev.device.id, memory, request.booked_cores))
+    return shares
+
+
+def _choose_devices(
+    node: _Node, request: GpuRequest, allowed: Sequence[tuple[int, bool]], numa_bind: bool
+) -> list[int] | None:
+    """``nums`` distinct devices for one container, fullest first (on one NUMA node when the
+    pod is NUMA-bound); a container taking a device whole needs one with no share."""
+    fits = []
+    for d, whole in allowed:
+        dev = node.devices[d]
+        if whole and dev.slots:
+            continue
+        if dev.accepts(request.memory_on(dev.device.memory), request.booked_cores):
+            fits.append(d)
+    fits.sort(key=lambda d: (-node.devices[d].slots, not node.devices[d].held, d))
+    if not numa_bind or request.nums < 2:
+        return fits[: request.nums] if len(fits) >= request.nums else None
+    per_numa: dict[int, list[int]] = {}
+    for d in fits:
+        per_numa.setdefault(node.devices[d].device.numa, []).append(d)
+    for numa in sorted(per_numa, key=lambda q: (-len(per_numa[q]), q)):
+        if len(per_numa[numa]) >= request.nums:
+            return per_numa[numa][: request.nums]
+    return None

@@ -1,0 +1,113 @@
+"""What a user chooses for one solve, whichever engine runs it.
+
+The same options drive ``vcopt solve``, ``compare``, the what-if API and the benchmarks, so
+they are checked once, here: a value no engine could honour (a negative time limit, a gap of
+5, a seed CP-SAT cannot take) is refused with the option's name before any work starts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+STAGES = ("work", "fairness", "topology", "packing")
+"""The objective stages, in their default lexicographic order (DESIGN §5)."""
+OBJECTIVES = ("lexicographic", "weighted")
+STRATEGIES = ("auto", "monolithic", "decompose")
+MAX_SEED = 2**31 - 1
+"""CP-SAT's ``random_seed`` is an int32."""
+MAX_WEIGHT = 10**6
+"""Weights multiply stage scales that already fill most of int64; larger ones cannot fit."""
+MAX_WORKERS = 256
+
+
+class OptionError(ValueError):
+    """An option value no engine can honour; ``option`` names it as the user spelled it."""
+
+    def __init__(self, option: str, message: str) -> None:
+        super().__init__(f"{option}: {message}")
+        self.option = option
+        self.message = message
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    time_limit: float = 30.0
+    """Wall-clock seconds for the whole solve, every phase in: the greedy baseline, compiling
+    the model, hinting, searching, expanding the plan to nodes and devices, verifying it."""
+    workers: int = 2
+    seed: int = 0
+    """Seeds greedy's random tie-breaks and CP-SAT's search."""
+    deterministic: bool = False
+    """Reproducible CP-SAT search: interleaved workers, fixed seed, deterministic budgets."""
+    gap: float = 0.0
+    """Stop a stage when its relative gap falls below this (0 = prove optimality)."""
+    objective: str = "lexicographic"
+    """``lexicographic`` (sequential solves) or ``weighted`` (one solve of a weighted sum)."""
+    weights: Mapping[str, int] = field(default_factory=dict)
+    """Per-stage weights (default 1); 0 switches a stage off. In weighted mode each stage is
+    also scaled so that it dominates the stages after it, and the weight multiplies that."""
+    strategy: str = "auto"
+    """``monolithic`` solves one model of the whole snapshot; ``decompose`` solves it part by
+    part and then improves it by large-neighbourhood rounds; ``auto`` picks from the size of
+    the compiled model."""
+    tdm_lookahead: bool = False
+    """Keep jobs off revocable nodes whose window closes before the job's ``duration`` ends."""
+    quiet: bool = False
+    aggregate: bool = True
+    """Count pods per class of interchangeable nodes (exact, and what makes large clusters
+    solvable); ``False`` gives every node its own class, for checking the reduction."""
+    parameters: Mapping[str, object] = field(default_factory=dict)
+    """Raw CP-SAT parameters applied last, e.g. ``{"log_search_progress": True}``."""
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.time_limit) or self.time_limit <= 0:
+            raise OptionError(
+                "--time-limit", f"must be a positive number of seconds, got {self.time_limit}"
+            )
+        if not 1 <= self.workers <= MAX_WORKERS:
+            raise OptionError(
+                "--workers", f"must be between 1 and {MAX_WORKERS}, got {self.workers}"
+            )
+        if not 0 <= self.seed <= MAX_SEED:
+            raise OptionError("--seed", f"must be between 0 and {MAX_SEED}, got {self.seed}")
+        if not (math.isfinite(self.gap) and 0 <= self.gap <= 1):
+            raise OptionError("--gap", f"must be a relative gap between 0 and 1, got {self.gap}")
+        if self.objective not in OBJECTIVES:
+            raise OptionError("--objective", f"must be one of {', '.join(OBJECTIVES)}")
+        if self.strategy not in STRATEGIES:
+            raise OptionError("--strategy", f"must be one of {', '.join(STRATEGIES)}")
+        for stage, weight in self.weights.items():
+            if stage not in STAGES:
+                raise OptionError(
+                    "--weights", f"unknown stage {stage!r} (stages: {', '.join(STAGES)})"
+                )
+            if isinstance(weight, bool) or not isinstance(weight, int):
+                raise OptionError("--weights", f"{stage}: expected an integer, got {weight!r}")
+            if not 0 <= weight <= MAX_WEIGHT:
+                raise OptionError(
+                    "--weights", f"{stage}: must be between 0 and {MAX_WEIGHT}, got {weight}"
+                )
+
+    def weight(self, stage: str) -> int:
+        return self.weights.get(stage, 1)
+
+    @property
+    def active_stages(self) -> list[str]:
+        """The stages the objective keeps, in order."""
+        return [s for s in STAGES if self.weight(s) != 0]
+
+
+def parse_weights(text: str) -> dict[str, int]:
+    """``work=1,packing=0`` as a mapping; raises :class:`OptionError` naming ``--weights``."""
+    weights: dict[str, int] = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        name, sep, value = item.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not value.isdigit() or len(value) > 7:
+            raise OptionError("--weights", f"expected stage=integer, got {item.strip()!r}")
+        weights[name] = int(value)
+    return weights

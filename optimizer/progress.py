@@ -1,0 +1,130 @@
+"""What a person watching a long solve sees on standard error.
+
+On a terminal one live status line (rich) shows the phase, elapsed time against the limit, the
+best objective of the current stage against the greedy plan's, the bound and the gap. When
+standard error is not a terminal (a CI log, a pipe) a plain line is printed every few seconds
+and at each phase change instead, so logs stay readable. ``--quiet`` prints nothing.
+
+Reports come from CP-SAT's solution callbacks, which run on a solver thread: every method only
+records numbers and, at most a few times a second, writes one line.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import TextIO
+
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+PLAIN_INTERVAL = 5.0
+
+
+@dataclass
+class _State:
+    phase: str = "starting"
+    detail: str = ""
+    objective: float | None = None
+    bound: float | None = None
+    baseline: float | None = None
+
+
+class Progress:
+    """Silent by default; subclasses decide how the state is shown."""
+
+    def __init__(self, limit: float | None = None) -> None:
+        self.limit = limit
+        self.started = time.perf_counter()
+        self.state = _State()
+        self._lock = threading.Lock()
+
+    def phase(self, name: str, detail: str = "", baseline: float | None = None) -> None:
+        """A new phase starts (``greedy``, ``compile``, ``stage work (1/4)``, ``LNS round 3``,
+        ``expand``, ``verify``); ``baseline`` is the greedy plan's value of what it optimises."""
+        with self._lock:
+            self.state = _State(name, detail, baseline=baseline)
+        self._show(force=True)
+
+    def solution(self, objective: float, bound: float) -> None:
+        with self._lock:
+            self.state.objective, self.state.bound = objective, bound
+        self._show(force=False)
+
+    def close(self) -> None:
+        """The solve is over; a live line is removed."""
+
+    def _show(self, force: bool) -> None:
+        del force
+
+    def line(self) -> str:
+        """The status as one line of text."""
+        with self._lock:
+            s = self.state
+        elapsed = time.perf_counter() - self.started
+        clock = f"{elapsed:.1f}s" + (f"/{self.limit:g}s" if self.limit else "")
+        parts = [f"vcopt {clock}", s.phase + (f" {s.detail}" if s.detail else "")]
+        if s.objective is not None:
+            objective = f"best {s.objective + 0.0:,.0f}"
+            if s.baseline is not None:
+                delta = (s.objective - s.baseline) / max(1.0, abs(s.baseline))
+                objective += f" ({delta:+.1%} vs greedy)"
+            parts.append(objective)
+        if s.bound is not None:
+            parts.append(f"bound {s.bound + 0.0:,.0f}")
+            if s.objective is not None:
+                gap = abs(s.bound - s.objective) / max(1.0, abs(s.objective))
+                parts.append(f"gap {gap:.2%}")
+        return "  ".join(parts)
+
+
+class PlainProgress(Progress):
+    """A line at most every ``interval`` seconds (so a short solve prints nothing)."""
+
+    def __init__(
+        self, limit: float | None, stream: TextIO, interval: float = PLAIN_INTERVAL
+    ) -> None:
+        super().__init__(limit)
+        self.stream = stream
+        self.interval = interval
+        self._last = self.started
+
+    def _show(self, force: bool) -> None:
+        del force
+        now = time.perf_counter()
+        if now - self._last < self.interval:
+            return
+        self._last = now
+        print(self.line(), file=self.stream, flush=True)
+
+
+class LiveProgress(Progress):
+    """One status line redrawn in place on a terminal."""
+
+    def __init__(self, limit: float | None, stream: TextIO) -> None:
+        super().__init__(limit)
+        self._live = Live(
+            Text(""),
+            console=Console(file=stream),
+            refresh_per_second=4,
+            transient=True,
+            get_renderable=lambda: Text(self.line(), no_wrap=True, overflow="ellipsis"),
+        )
+        self._live.start()
+
+    def close(self) -> None:
+        self._live.stop()
+
+
+def reporter(quiet: bool, limit: float | None, stream: TextIO | None = None) -> Progress:
+    """The progress display for a command: none with ``--quiet``, a live line on a
+    terminal, plain lines otherwise."""
+    stream = stream or sys.stderr
+    if quiet:
+        return Progress(limit)
+    if stream.isatty():
+        return LiveProgress(limit, stream)
+    return PlainProgress(limit, stream)
