@@ -1,0 +1,117 @@
+"""Decomposition: parts that never split a node class, seeded neighbourhoods, rounds whose
+every intermediate plan is complete and verified, and a hybrid run never worse than one model."""
+
+from __future__ import annotations
+
+import pytest
+from cpsat_kit import checked, greedy, instance, options, stages
+
+from optimizer.cpsat import decompose
+from optimizer.cpsat.data import compile_instance
+from optimizer.cpsat.engine import solve
+from optimizer.plan import Plan
+from optimizer.result import Status
+from optimizer.verify import format_violations, verify
+
+
+def racks(count: int, nodes: int = 2) -> str:
+    """``count`` racks of ``nodes`` 16-CPU nodes under one spine, the first node of each rack
+    half busy, and jobs that compete for them: a hard one-rack gang per rack and small jobs."""
+    groups, hyper, jobs = [], [], []
+    for r in range(count):
+        groups.append(
+            f"- {{namePrefix: r{r}-, count: {nodes}, labels: {{rack: r{r}}}, "
+            f'allocatable: {{cpu: "16", memory: 64Gi}}}}'
+        )
+        hyper.append(
+            f"- {{name: rack-{r}, tier: 1, members: [{{type: Node, selector: "
+            f"{{labelMatch: {{matchLabels: {{rack: r{r}}}}}}}}}]}}"
+        )
+        jobs.append(
+            f"- name: busy{r}\n"
+            f'  tasks: [{{name: w, replicas: 1, resources: {{cpu: "{4 + 2 * (r % 3)}", '
+            f"memory: 1Gi}}}}]\n"
+            f"  running: [{{index: 0, node: r{r}-000}}]"
+        )
+        jobs.append(
+            f"- name: gang{r}\n  minAvailable: 2\n"
+            f"  networkTopology: {{mode: hard, highestTierAllowed: 1}}\n"
+            f'  tasks: [{{name: w, replicas: 2, resources: {{cpu: "{6 + 2 * (r % 2)}", '
+            f"memory: 1Gi}}}}]"
+        )
+        jobs.append(
+            f"- {{name: small{r}, tasks: [{{name: w, replicas: 3, "
+            f'resources: {{cpu: "{3 + r % 3}", memory: 1Gi}}}}]}}'
+        )
+    spine = (
+        "- {name: spine, tier: 2, members: ["
+        + ", ".join(
+            f"{{type: HyperNode, selector: {{exactMatch: {{name: rack-{r}}}}}}}"
+            for r in range(count)
+        )
+        + "]}"
+    )
+    return (
+        "scheduler:\n"
+        '  actions: "enqueue, allocate"\n'
+        "  tiers:\n"
+        "  - plugins: [{name: priority}, {name: gang}]\n"
+        "  - plugins: [{name: predicates}, {name: binpack}, {name: network-topology-aware}]\n"
+        "nodeGroups:\n" + "\n".join(groups) + "\n"
+        "hypernodes:\n" + "\n".join([*hyper, spine]) + "\n"
+        "jobs:\n" + "\n".join(jobs) + "\n"
+    )
+
+
+def test_parts_never_split_a_class_and_cover_every_class_once() -> None:
+    data = compile_instance(instance(racks(4)))
+    parts = decompose.parts_of(data)
+    flat = sorted(c for part in parts for c in part)
+    assert flat == sorted(c.index for c in data.classes)
+    for part in parts:
+        assert len({data.classes[c].path[0] for c in part}) == 1, "a part spans two racks"
+
+
+def test_neighbourhoods_start_with_each_part_then_pairs_and_repeat_for_a_seed() -> None:
+    parts = [[0], [1], [2]]
+    first = decompose.neighbourhoods(parts, seed=3)
+    second = decompose.neighbourhoods(parts, seed=3)
+    assert [first(r) for r in range(3)] == parts
+    assert [first(r) for r in range(3, 6)] == [[0, 1], [1, 2], [2, 0]]
+    assert [first(r) for r in range(6, 12)] == [second(r) for r in range(6, 12)]
+
+
+def test_every_round_plan_is_complete_and_verified(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each merge of a round's answer into the plan so far gives a plan the verifier accepts
+    (anytime: the rounds can be stopped after any of them)."""
+    inst = instance(racks(4))
+    merged: list[Plan] = []
+    original = decompose.merge
+
+    def spy(*args: object) -> Plan:
+        plan = original(*args)  # type: ignore[arg-type]
+        merged.append(plan)
+        return plan
+
+    monkeypatch.setattr(decompose, "merge", spy)
+    floor = checked(inst, greedy(inst))
+    plan = solve(inst, options(strategy="decompose", time_limit=8, deterministic=True), floor)
+    assert merged, "no round ran"
+    for step in merged:
+        violations = verify(inst, step)
+        assert not violations, format_violations(violations)
+    checked(inst, plan)
+    assert stages(inst, plan).as_tuple() >= stages(inst, floor).as_tuple()
+
+
+def test_hybrid_is_never_worse_than_one_model() -> None:
+    """Where the single model proves its optimum, the auto strategy (one model, then rounds)
+    reaches the same stage tuple."""
+    inst = instance(racks(3))
+    floor = checked(inst, greedy(inst))
+    one = solve(inst, options(strategy="monolithic", deterministic=True, time_limit=20), floor)
+    both = solve(inst, options(strategy="auto", deterministic=True, time_limit=20), floor)
+    assert one.solver is not None and one.solver.status == Status.OPTIMAL
+    checked(inst, one)
+    checked(inst, both)
+    assert stages(inst, both).as_tuple() >= stages(inst, one).as_tuple()
