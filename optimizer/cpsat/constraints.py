@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ortools.sat.python import cp_model
 
+from models.gpu import GpuDevice
+
 from .classes import DeviceClass
 from .data import Compiled
 from .domains import within_level
@@ -220,6 +222,7 @@ def new_share_devices(v: Variables, c: int, dc: DeviceClass) -> Expr:
     cores = wsum((data.groups[g].gpus[k].booked_cores, e) for g, k, _, e, _ in users)
     if not isinstance(cores, int) and dev.cores > 0:
         rows.append((Linear(cores), dev.cores, cores))
+    rows.extend(_large_share_rows(data, dev, users))
 
     def least(vals: object) -> int:
         return max(-(-row.value(vals) // per) for row, per, _ in rows)  # type: ignore[arg-type]
@@ -230,6 +233,38 @@ def new_share_devices(v: Variables, c: int, dc: DeviceClass) -> Expr:
         m.add(expr <= per * s)
     v.new_devices[key] = s
     return s
+
+
+LARGE_SHARE_SPLITS = (1, 2, 3)
+"""``k`` for which a row bounds the shares larger than ``1/(k+1)`` of a device."""
+
+
+def _large_share_rows(
+    data: Compiled, dev: GpuDevice, users: Sequence[tuple[int, int, object, Expr, object]]
+) -> list[tuple[Linear, int, Expr]]:
+    """Bin-packing cuts on top of the summed memory and cores: a device holds at most ``k``
+    shares that each take more than ``1/(k+1)`` of its memory (or cores), so ``s`` devices
+    hold at most ``k * s`` of them. Without them, three 60 % shares fit "1.8 ≤ 2 devices" in
+    the model and fail when the counts are dealt out to devices."""
+    rows: list[tuple[Linear, int, Expr]] = []
+    seen: set[frozenset[int]] = set()
+    for k in LARGE_SHARE_SPLITS:
+        for capacity, size in (
+            (dev.memory, lambda g, i: data.groups[g].gpus[i].memory_on(dev.memory)),
+            (dev.cores, lambda g, i: data.groups[g].gpus[i].booked_cores),
+        ):
+            if capacity <= 0:
+                continue
+            large = [n for n, (g, i, *_) in enumerate(users) if size(g, i) * (k + 1) > capacity]
+            if not large or (len(large) == len(users) and k >= max(1, dev.count)):
+                continue
+            if frozenset(large) in seen:
+                continue
+            seen.add(frozenset(large))
+            expr = lsum(users[n][3] for n in large)
+            if not isinstance(expr, int):
+                rows.append((Linear(expr), k, expr))
+    return rows
 
 
 def occupied_devices(v: Variables, c: int, dc: DeviceClass) -> Expr:

@@ -121,6 +121,9 @@ def _one_node_rows(v: Variables, unit: int, cls: int) -> list[tuple[Expr, int]]:
         rows.append((expr, max(0, node_class.free(resource))))
     pods = lsum([*(v.count[g, cls] for g in groups), held(lambda eg: 1)])
     rows.append((pods, node_class.pod_capacity - node_class.held_pods))
+    # A group's own device room on one node (shares per device, summed over its devices):
+    # summed memory alone would let three 60 % shares onto a node of two devices.
+    rows += [(v.count[g, cls], v.per_node[g, cls]) for g in groups if data.groups[g].gpus]
     whole = wsum(
         (data.groups[g].gpus[k].nums, v.count[g, cls])
         for g in groups

@@ -11,9 +11,13 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from cpsat_kit import BASE, cpsat, devices_of, evicted, instance, nodes_of, pods_of
+from cpsat_kit import BASE, cpsat, devices_of, evicted, instance, nodes_of, options, pods_of
 
 from models.gpu import GpuRequest
+from optimizer.cpsat.expand import expand
+from optimizer.cpsat.model import CpsatModel
+from optimizer.plan import Plan
+from optimizer.progress import Progress
 
 # -- node resources and pod count ----------------------------------------------------------
 
@@ -754,3 +758,62 @@ def test_no_reclaim(qb: str) -> None:
     plan = cpsat(instance(RECLAIM, queues, reclaim_jobs()))
     assert pods_of(plan, "a") == []
     assert plan.evictions == ()
+
+
+@pytest.mark.parametrize(("gpumem", "counted"), [(6000, 2), (4000, 4), (3000, 5)])
+def test_gpu_large_shares_do_not_pair_up(gpumem: int, counted: int) -> None:
+    """Two identical nodes of one 10000-MiB device each (one class: the model sees two
+    devices, not which is which), five one-GPU pods of ``gpumem``. Summed memory alone lets
+    3 × 6000 = 18000 ≤ 20000 through, but a device holds one 6000 share: 2 fit. A device holds
+    two 4000 shares (a third would need 12000): 4 fit. Three 3000 shares share a device: all 5
+    fit. The model counts exactly what the expansion can deal out to devices."""
+    res = f"{{nvidia.com/gpu: 1, nvidia.com/gpumem: {gpumem}, nvidia.com/gpucores: 10}}"
+    job = """
+        - name: j
+          minAvailable: 1
+          tasks:
+          - {name: w, replicas: 5, resources: RES}
+        """.replace("RES", res)
+    nodes = """
+        nodeGroups:
+        - {namePrefix: n, count: 2, allocatable: {cpu: "64", memory: 256Gi},
+           gpus: {count: 1, type: NVIDIA-A100, memory: 10000}}
+        """
+    inst = instance(BASE, nodes, "jobs:", job)
+    model = CpsatModel(inst, options())
+    start = model.hint_plan(Plan(instance=inst.name, engine="empty"))
+    search = model.search(start, 10, Progress(10))
+    assert search.values is not None
+    expansion = expand(model.vars, search.values)
+    assert not expansion.failed_classes
+    assert len(expansion.placements) == counted
+
+
+def test_gpu_large_shares_of_two_jobs_do_not_pair_up() -> None:
+    """The same two one-device nodes; job a (two pods) and job b (one pod, another shape) each
+    ask 6000 MiB. Summed memory allows 3 × 6000 = 18000 ≤ 20000, but each device holds one
+    such share: the model counts 2 pods over both jobs, and the expansion places both."""
+    jobs = """
+        - name: a
+          minAvailable: 1
+          tasks:
+          - {name: w, replicas: 2, resources: {cpu: "1", nvidia.com/gpu: 1,
+                                               nvidia.com/gpumem: 6000}}
+        - name: b
+          tasks:
+          - {name: w, replicas: 1, resources: {cpu: "2", nvidia.com/gpu: 1,
+                                               nvidia.com/gpumem: 6000}}
+        """
+    nodes = """
+        nodeGroups:
+        - {namePrefix: n, count: 2, allocatable: {cpu: "64", memory: 256Gi},
+           gpus: {count: 1, type: NVIDIA-A100, memory: 10000}}
+        """
+    inst = instance(BASE, nodes, "jobs:", jobs)
+    model = CpsatModel(inst, options())
+    start = model.hint_plan(Plan(instance=inst.name, engine="empty"))
+    search = model.search(start, 10, Progress(10))
+    assert search.values is not None
+    expansion = expand(model.vars, search.values)
+    assert not expansion.failed_classes
+    assert len(expansion.placements) == 2
