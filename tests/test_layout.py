@@ -119,3 +119,30 @@ def test_every_module_imports_in_dependency_order(graph: nx.DiGraph) -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert run.returncode == 0, run.stderr
+
+
+def test_every_verifier_rule_has_its_cpsat_constraint() -> None:
+    """Each verifier rule is enforced by a cpsat function of the same name, or the constraint
+    module's docstring names it among the rules the model keeps by construction (issue: one
+    function per constraint family, named after the verifier rule)."""
+    from optimizer.cpsat import constraints, evictions
+    from optimizer.verify import RULES
+
+    by_construction = constraints.__doc__ or ""
+    missing = [
+        rule
+        for rule in RULES
+        if not any(hasattr(m, rule.replace("-", "_")) for m in (constraints, evictions))
+        and f"``{rule}``" not in by_construction
+    ]
+    assert not missing, f"verifier rules without a cpsat constraint: {missing}"
+
+
+def test_no_module_is_a_large_room() -> None:
+    """One idea per module: no source file over 600 lines."""
+    long = {
+        str(path.relative_to(ROOT)): n
+        for path in _modules().values()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 600
+    }
+    assert not long, f"modules over 600 lines: {long}"
