@@ -10,6 +10,7 @@ checks always pass.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 
 from ..api import READY_STATUSES, JobInfo, Status, TaskInfo, vempty
 from ..session import PERMIT, REJECT, Event, EventHandler, Plugin, Session
@@ -66,6 +67,48 @@ def unschedulable_message(job: JobInfo) -> str:
     return text
 
 
+def job_valid(job: JobInfo) -> str | None:
+    if not roles_valid(job):
+        return "Not enough valid pods of each task for gang-scheduling"
+    valid = job.valid_task_num()
+    if valid < job.min_available:
+        return (
+            f"Not enough valid tasks for gang-scheduling, valid: {valid}, min: {job.min_available}"
+        )
+    return None
+
+
+def job_ready(job: JobInfo) -> bool:
+    return job.is_ready() and roles_occupied(job, READY_STATUSES)
+
+
+def job_pipelined(job: JobInfo) -> int:
+    if job.is_pipelined() and roles_occupied(job, OCCUPIED_STATUSES):
+        return PERMIT
+    return REJECT
+
+
+def job_starving(job: JobInfo) -> bool:
+    """Preemption looks at ``minAvailable`` only, never at the per-role minimums."""
+    return job.waiting_task_num + job.ready_task_num < job.min_available
+
+
+def gang_victims(
+    jobs: Mapping[str, JobInfo], candidates: list[TaskInfo]
+) -> tuple[list[TaskInfo], int]:
+    """Keep a victim only while its job would still hold more than ``minAvailable`` ready
+    tasks: eviction may shrink a gang to its minimum, never break it."""
+    budget: dict[str, int] = {}
+    victims: list[TaskInfo] = []
+    for task in candidates:
+        job = jobs[task.job]
+        left = budget.setdefault(job.uid, job.ready_task_num)
+        if left > job.min_available:
+            budget[job.uid] = left - 1
+            victims.append(task)
+    return victims, PERMIT
+
+
 class GangPlugin(Plugin):
     name = "gang"
 
@@ -85,17 +128,6 @@ class GangPlugin(Plugin):
                 ready = ready_cache[job.uid] = job.is_ready()
             return ready
 
-        def job_valid(job: JobInfo) -> str | None:
-            if not roles_valid(job):
-                return "Not enough valid pods of each task for gang-scheduling"
-            valid = job.valid_task_num()
-            if valid < job.min_available:
-                return (
-                    "Not enough valid tasks for gang-scheduling, "
-                    f"valid: {valid}, min: {job.min_available}"
-                )
-            return None
-
         def job_order(left: JobInfo, right: JobInfo) -> int:
             """Jobs still short of their gang go before ready ones, so elastic replicas of a
             ready job wait behind every unready gang (§9.2)."""
@@ -104,30 +136,8 @@ class GangPlugin(Plugin):
                 return 0
             return 1 if left_ready else -1
 
-        def job_ready(job: JobInfo) -> bool:
-            return job.is_ready() and roles_occupied(job, READY_STATUSES)
-
-        def job_pipelined(job: JobInfo) -> int:
-            if job.is_pipelined() and roles_occupied(job, OCCUPIED_STATUSES):
-                return PERMIT
-            return REJECT
-
-        def job_starving(job: JobInfo) -> bool:
-            """Preemption looks at ``minAvailable`` only, never at the per-role minimums."""
-            return job.waiting_task_num + job.ready_task_num < job.min_available
-
         def evictable(evictor: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
-            """Keep a victim only while its job would still hold more than ``minAvailable``
-            ready tasks: eviction may shrink a gang to its minimum, never break it."""
-            budget: dict[str, int] = {}
-            victims: list[TaskInfo] = []
-            for task in candidates:
-                job = jobs[task.job]
-                left = budget.setdefault(job.uid, job.ready_task_num)
-                if left > job.min_available:
-                    budget[job.uid] = left - 1
-                    victims.append(task)
-            return victims, PERMIT
+            return gang_victims(jobs, candidates)
 
         ssn.add("job_valid", self.name, job_valid)
         ssn.add("reclaimable", self.name, evictable)

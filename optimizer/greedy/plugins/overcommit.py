@@ -45,54 +45,60 @@ def reserved_rest(minimum: Mapping[str, int], allocated: Mapping[str, int]) -> d
     }
 
 
+def inflated_idle(ssn: Session, factor: float) -> dict[str, float]:
+    """The cluster total times ``factor``, less what the nodes already use."""
+    used = ssn.dims.zero()
+    for node in ssn.node_list:
+        used = vadd(used, node.used)
+    idle = {
+        name: total * factor - taken
+        for name, total, taken in zip(ssn.dims.names, ssn.total_resource, used, strict=True)
+    }
+    # ``pods`` is a scalar of the cluster total but no pod requests it, so none is used.
+    idle[PODS] = factor * sum(node.node.allocatable.get(PODS, 0) for node in ssn.node_list)
+    return idle
+
+
+def inqueue_at_open(ssn: Session) -> dict[str, int]:
+    """What the session opens with as held back for admitted jobs: the minimums of Inqueue
+    jobs, and of running gangs the part of their minimum they have not been given yet (the
+    same rule as proportion/capacity, §5.1)."""
+    inqueue: dict[str, int] = {}
+    for job in ssn.jobs.values():
+        minimum = job.job.min_resources
+        if minimum is None:
+            continue
+        if job.phase == INQUEUE:
+            held = dict(minimum)
+        elif job.phase == RUNNING and job.count(ALLOCATED_STATUSES) >= job.min_available:
+            held = reserved_rest(minimum, ssn.dims.resources(job.allocated))
+        else:
+            continue
+        for name, amount in held.items():
+            inqueue[name] = inqueue.get(name, 0) + amount
+    return inqueue
+
+
 class OvercommitPlugin(Plugin):
     name = "overcommit"
 
     def on_session_open(self, ssn: Session) -> None:
-        factor = overcommit_factor(self.arguments)
-        used = ssn.dims.zero()
-        for node in ssn.node_list:
-            used = vadd(used, node.used)
-        idle = {
-            name: total * factor - taken
-            for name, total, taken in zip(ssn.dims.names, ssn.total_resource, used, strict=True)
-        }
-        # ``pods`` is a scalar of the cluster total but no pod requests it, so none is used.
-        idle[PODS] = factor * sum(node.node.allocatable.get(PODS, 0) for node in ssn.node_list)
-        inqueue: dict[str, int] = {}
-
-        def book(amounts: Mapping[str, int]) -> None:
-            for name, amount in amounts.items():
-                inqueue[name] = inqueue.get(name, 0) + amount
-
-        for job in ssn.jobs.values():
-            minimum = job.job.min_resources
-            if minimum is None:
-                continue
-            if job.phase == INQUEUE:
-                book(minimum)
-            elif job.phase == RUNNING and job.count(ALLOCATED_STATUSES) >= job.min_available:
-                # A running gang still holds back whatever part of its minimum it has not
-                # been given yet (the same rule as proportion/capacity, §5.1).
-                book(reserved_rest(minimum, ssn.dims.resources(job.allocated)))
+        idle = inflated_idle(ssn, overcommit_factor(self.arguments))
+        inqueue = inqueue_at_open(ssn)
 
         def job_enqueueable(job: JobInfo) -> int:
             """Permit when the Inqueue minimums plus this job's stay within the inflated idle
             resources, on the dimensions the job asks for (a resource no node offers has no
             idle at all)."""
-            minimum = job.job.min_resources
-            if minimum is None:
-                return PERMIT
+            minimum = job.job.min_resources or {}
             for name, amount in minimum.items():
-                if amount <= 0:
-                    continue
-                if inqueue.get(name, 0) + amount >= idle.get(name, 0.0) + TOLERANCE:
+                if amount > 0 and inqueue.get(name, 0) + amount >= idle.get(name, 0.0) + TOLERANCE:
                     return REJECT
             return PERMIT
 
         def job_enqueued(job: JobInfo) -> None:
-            if job.job.min_resources is not None:
-                book(job.job.min_resources)
+            for name, amount in (job.job.min_resources or {}).items():
+                inqueue[name] = inqueue.get(name, 0) + amount
 
         ssn.add("job_enqueueable", self.name, job_enqueueable)
         ssn.add("job_enqueued", self.name, job_enqueued)
