@@ -158,8 +158,8 @@ def render(results: Sequence[dict[str, Any]]) -> str:
     engines = table(
         [
             "shape",
-            "limit s",
             "engine",
+            "limit s",
             "status",
             *STAGES,
             "work bound",
@@ -173,8 +173,8 @@ def render(results: Sequence[dict[str, Any]]) -> str:
         [
             [
                 r["shape"],
-                r["time_limit"] if e["engine"] == "cpsat" else None,
                 e["engine"],
+                r["time_limit"] if e["engine"] == "cpsat" else None,
                 e["status"],
                 *(e["stages"][s] for s in STAGES),
                 e["bound"],
