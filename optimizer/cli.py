@@ -75,6 +75,7 @@ def _options(args: argparse.Namespace) -> SolveOptions:
             objective=args.objective,
             weights=parse_weights(args.weights or ""),
             strategy=args.strategy,
+            aggregate=not args.no_aggregate,
             tdm_lookahead=args.tdm_lookahead,
             quiet=args.quiet,
         )
@@ -217,6 +218,11 @@ def _solver_arguments(p: argparse.ArgumentParser) -> None:
         default="auto",
         help="one model, or part by part then large-neighbourhood rounds; auto picks by size "
         "(default auto)",
+    )
+    p.add_argument(
+        "--no-aggregate",
+        action="store_true",
+        help="one CP-SAT node class per node (slow; checks the exact class reduction)",
     )
     p.add_argument("--weights", default="", help="per-stage weights, e.g. work=1,packing=0")
     p.add_argument(
