@@ -153,6 +153,8 @@ def plan_table(plan: Plan, instance: Instance) -> str:
         if s.gap is not None:
             text += f", gap {s.gap:.2%}"
         text += "\n"
+        if s.message:
+            text += f"  {s.message}\n"
     return text
 
 
