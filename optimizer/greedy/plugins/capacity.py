@@ -16,7 +16,7 @@ from collections.abc import Mapping
 
 from models.queues import ROOT, capacity_flat, capacity_hierarchical
 
-from ..api import JobInfo, QueueInfo, TaskInfo, vadd, vle, vsub
+from ..api import POD_DIM, JobInfo, QueueInfo, TaskInfo, vadd, vle, vsub
 from ..session import PERMIT, REJECT, Event, EventHandler, Plugin, Session
 from .queue_usage import QueueState, exceeding_dims, fits_quota_vector, job_min_request, queue_usage
 
@@ -34,8 +34,9 @@ def reclaim_level(arguments: Mapping[str, object]) -> int:
 
 
 def _overlap(a: list[int], b: list[int]) -> bool:
-    """Some dimension is positive in both (``pods`` is not in the vectors)."""
-    return any(x > 0 and y > 0 for x, y in zip(a, b, strict=True))
+    """Some dimension other than ``pods`` is positive in both (``shouldSkipReclaimee`` and
+    ``isImmediateVictim`` ignore the slot every request carries)."""
+    return any(x > 0 and y > 0 for i, (x, y) in enumerate(zip(a, b, strict=True)) if i != POD_DIM)
 
 
 def _partly_within(used: list[int], limit: list[int], request: list[int]) -> bool:

@@ -24,7 +24,9 @@ class ProportionPlugin(Plugin):
         self.ssn = ssn
         self.attrs: dict[str, QueueState] = queue_usage(ssn)
         tree = ssn.queue_tree
-        total = ssn.instance.total_allocatable
+        # ``ssn.TotalResource`` with every node's ``pods`` slots, which the water-filling
+        # shares out like any other scalar (tasks request one each).
+        total = ssn.dims.resources(ssn.total_resource)
         flat = capacity_flat(tree, total, self.attrs)
         queues = [tree.queue(name) for name in tree.names if name in self.attrs]
         deserved = proportion_deserved(
