@@ -268,10 +268,14 @@ def parse_scheduler_conf(
     tiers, paths = _tiers(raw.get("tiers") or [], obj, _at(field, "tiers"), diag)
     if "proportion" in paths and "capacity" in paths:
         later = max(paths["proportion"], paths["capacity"], key=_position)
-        diag.error(
+        # Volcano refuses only proportion with hierarchical drf; proportion and capacity both
+        # register their hooks, which combine by the tier rules (spec §1.2).
+        diag.warn(
             obj,
             f"{later}.name",
-            "proportion and capacity cannot be configured together (both set queue quotas)",
+            "proportion and capacity are both configured: Volcano runs both, their queue "
+            "hooks combine (Allocatable and Preemptive AND, the first non-zero queue order "
+            "wins)",
         )
     conf = SchedulerConf(
         actions,

@@ -191,3 +191,81 @@ def test_pod_slots_enter_the_drf_share() -> None:
     x, y = ssn.jobs["default/x"], ssn.jobs["default/y"]
     assert ssn.job_order(x, y)
     assert not ssn.job_order(y, x)
+
+
+# -- item 3: proportion and capacity together ----------------------------------------------------
+
+
+def _two_quota_plugins(first: str, second: str) -> Instance:
+    """n1: cpu 16. q1 (spec deserved cpu 2) holds 1 of 4 pods of cpu 1; q2 (deserved cpu 8)
+    holds 2 of 4."""
+    return instance(
+        [job("a", 1, replicas=4, running=1), job("b", 1, queue="q2", replicas=4, running=2)],
+        nodes=[node("n1", 16)],
+        plugins=tiers(first, second, "nodeorder"),
+        actions="enqueue, allocate",
+        queues=[
+            {"name": "q1", "deserved": {"cpu": "2"}},
+            {"name": "q2", "deserved": {"cpu": "8"}},
+        ],
+    )
+
+
+def test_proportion_and_capacity_queue_orders_combine_by_tier_position() -> None:
+    """``framework/session_plugins.go:QueueOrderFn``: the first plugin (tier order, then
+    position in the tier) with a non-zero answer decides, so with both quota plugins the one
+    listed first orders the queues.
+
+    capacity (flat, §5.2): deserved is the spec's, shares q1 1/2 = 0.5, q2 2/8 = 0.25 → q2
+    first. proportion (§5.5): water-filling 16 cpu and 110 pod slots over two weight-1 queues
+    that each request cpu 4 and 4 pods gives each exactly its request; shares q1 1/4 = 0.25,
+    q2 2/4 = 0.5 → q1 first. The plan passes the verifier either way."""
+    capacity_first = open_session(_two_quota_plugins("capacity", "proportion"))
+    q1, q2 = capacity_first.queues["q1"], capacity_first.queues["q2"]
+    assert capacity_first.queue_order(q2, q1)
+    proportion_first = open_session(_two_quota_plugins("proportion", "capacity"))
+    q1, q2 = proportion_first.queues["q1"], proportion_first.queues["q2"]
+    assert proportion_first.queue_order(q1, q2)
+    assert _two_quota_plugins("capacity", "proportion").warnings
+    checked(_two_quota_plugins("capacity", "proportion"))
+
+
+def test_proportion_and_capacity_allocatable_is_the_and_of_both() -> None:
+    """``framework/session_plugins.go:Allocatable`` ANDs every plugin's answer. q1 may grow to
+    capacity's realCapability (cpu 16, no capability) but only to proportion's deserved (cpu
+    4, its request): after its 3 pending pods (1 + 3 = 4 ≤ 4) a fourth cpu-1 task would make
+    5 > 4. Capacity alone permits it, the combination refuses it."""
+    ssn = open_session(_two_quota_plugins("capacity", "proportion"))
+    q1 = ssn.queues["q1"]
+    pending = [t for t in ssn.jobs["default/a"].tasks.values() if not t.node]
+    for task in pending:
+        assert ssn.allocatable(q1, task)
+        ssn.allocate(task, ssn.nodes["n1"], None)
+    assert ssn.plugins["capacity"].allocatable(q1, pending[0])
+    assert not ssn.allocatable(q1, pending[0])
+
+
+# -- item 4: proportion's reclaim gate needs an Open queue ---------------------------------------
+
+
+def test_proportion_closed_queue_never_reclaims() -> None:
+    """``plugins/proportion/proportion.go``: the Preemptive hook is the same
+    ``queueAllocatable`` as Allocatable, which is false for a queue that is not Open.
+
+    n1: cpu 4, filled by v (queue lend, cpu 4, running). r (queue need, cpu 2, Inqueue) is
+    starving. Water-filling 4 cpu over two weight-1 queues: lend deserved 2, need 2 → need is
+    within deserved (0 + 2 ≤ 2) and lend holds 4 > 2, so with need Open reclaim evicts v and
+    pipelines r. With need Closed the gate fails and nothing happens."""
+
+    def run(state: str) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+        inst = instance(
+            [job("v", 4, queue="lend", running=1), job("r", 2, queue="need", phase="Inqueue")],
+            nodes=[node("n1", 4)],
+            plugins=tiers("proportion", "nodeorder"),
+            actions="enqueue, allocate, reclaim",
+            queues=[{"name": "lend"}, {"name": "need", "state": state}],
+        )
+        return outcome(checked(inst))
+
+    assert run("Open") == ({}, {"v-t-0": "n1"}, {"r-t-0": "n1"})
+    assert run("Closed") == ({}, {}, {})
