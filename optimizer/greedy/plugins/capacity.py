@@ -12,25 +12,12 @@ and the hooks.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from models.queues import ROOT, capacity_flat, capacity_hierarchical
+from models.scheduler_conf import reclaim_level
 
 from ..api import POD_DIM, JobInfo, QueueInfo, TaskInfo, vadd, vle, vsub
 from ..session import PERMIT, REJECT, Event, EventHandler, Plugin, Session
 from .queue_usage import QueueState, exceeding_dims, fits_quota_vector, job_min_request, queue_usage
-
-RECLAIM_LEVEL = "ancestorReclaimLevel"
-
-
-def reclaim_level(arguments: Mapping[str, object]) -> int:
-    """``parseArguments``: an integer ``ancestorReclaimLevel``, default 0, a negative value
-    falling back to 0. Like Volcano's ``Arguments.GetInt``, a value that is not an integer is
-    ignored."""
-    raw = arguments.get(RECLAIM_LEVEL, 0)
-    if isinstance(raw, bool) or not isinstance(raw, int):
-        return 0
-    return max(raw, 0)
 
 
 def _overlap(a: list[int], b: list[int]) -> bool:
