@@ -18,6 +18,8 @@ from ortools.sat.python import cp_model
 
 from models.queues import ROOT
 
+from ..disruption import carried_by
+from ..options import SolveOptions
 from .constraints import held_terms
 from .data import Compiled
 from .variables import Expr, IntVar, Linear, Variables, lsum, wsum
@@ -47,6 +49,23 @@ def eviction_allowed(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
                 m.add(v.evict[eg] <= data.evict_groups[eg].size * reclaim)
             else:
                 m.add(v.evict[eg] == 0)
+
+
+def eviction_caps(m: cp_model.CpModel, v: Variables, data: Compiled, options: SolveOptions) -> None:
+    """The user's disruption caps: ``--max-evictions`` over all evictions, and each queue's
+    budget over the pods its quota carries (``optimizer.disruption``)."""
+    if not v.evict:
+        return
+    if options.max_evictions is not None:
+        m.add(lsum(list(v.evict.values())) <= options.max_evictions)
+    for queue, budget in sorted(options.queue_eviction_budgets.items()):
+        counted = [
+            v.evict[eg.index]
+            for eg in data.evict_groups
+            if carried_by(data.instance, queue, data.running[eg.pods[0]].job.queue)
+        ]
+        if counted:
+            m.add(lsum(counted) <= budget)
 
 
 def can_preempt(data: Compiled, i: int) -> bool:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cpsat_kit import cpsat, evicted
+from cpsat_kit import cpsat, cpsat_over_greedy, evicted, instance, options
 
 from models.load import loads
+from optimizer.disruption import breaches
 
 RECLAIM_DATA = Path(__file__).parent.parent / "data" / "reclaim"
 
@@ -35,3 +36,53 @@ def test_ancestor_reclaim_level_limits_cpsat_reclaim() -> None:
     allowed = cpsat(loads(_case4(0), "case4.yaml"))
     assert evicted(allowed) == [("default/pg1-p1-0", "reclaim")]
     assert [p.pod for p in allowed.placements] == ["default/pg2-p2-0"]
+
+
+PREEMPT = """
+    scheduler:
+      actions: "enqueue, allocate, preempt"
+      tiers:
+      - plugins: [{name: priority}, {name: gang, enablePreemptable: false}, {name: conformance}]
+      - plugins: [{name: predicates}, {name: capacity}, {name: nodeorder}]
+    nodes:
+    - {name: n1, allocatable: {cpu: "4", memory: 64Gi}}
+    queues: [{name: q1}]
+    jobs:
+    - {name: a, queue: q1, priority: 3, tasks: [{name: t, replicas: 1, resources: {cpu: "2"}}],
+       running: [{index: 0, node: n1}]}
+    - {name: b, queue: q1, priority: 1, tasks: [{name: t, replicas: 1, resources: {cpu: "1"}}],
+       running: [{index: 0, node: n1}]}
+    - {name: c, queue: q1, priority: 2, tasks: [{name: t, replicas: 1, resources: {cpu: "1"}}],
+       running: [{index: 0, node: n1}]}
+    - {name: hi, queue: q1, priority: 10, tasks: [{name: t, replicas: 1, resources: {cpu: "2"}}]}
+    """
+"""n1 (cpu 4) full with a (priority 3, cpu 2), b (1, cpu 1), c (2, cpu 1); hi (priority 10,
+cpu 2) waits. Greedy (``preempt.go:preempt``, shortest prefix in victim order) evicts b and c
+and pipelines hi."""
+
+
+def test_max_evictions_caps_cpsat_and_greedy_breach_is_reported() -> None:
+    """``--max-evictions``: Volcano has no such cap, so greedy still evicts b and c (2 > 1,
+    reported by ``optimizer.disruption.breaches``); the CP-SAT plan evicts at most 1. Evicting
+    a alone frees cpu 2 for hi, which outweighs a (priority 10 > 3), so CP-SAT takes that
+    plan; with a cap of 0 it evicts nothing and places nothing."""
+    inst = instance(PREEMPT)
+    floor, plan = cpsat_over_greedy(inst, max_evictions=1)
+    assert evicted(floor) == [("default/b-t-0", "preempt"), ("default/c-t-0", "preempt")]
+    assert breaches(inst, floor, options(max_evictions=1)) == [
+        "2 evictions, more than --max-evictions 1"
+    ]
+    assert evicted(plan) == [("default/a-t-0", "preempt")]
+    assert [p.pod for p in plan.placements] == ["default/hi-t-0"]
+    _, none = cpsat_over_greedy(inst, max_evictions=0)
+    assert evicted(none) == []
+    assert not none.placements
+
+
+def test_queue_eviction_budget_caps_cpsat() -> None:
+    """A per-queue budget counts the evictions of the pods its quota carries: q1's budget 0
+    leaves every running pod in place, whatever the objective would gain."""
+    inst = instance(PREEMPT)
+    _, plan = cpsat_over_greedy(inst, queue_eviction_budgets={"q1": 0})
+    assert evicted(plan) == []
+    assert breaches(inst, plan, options(queue_eviction_budgets={"q1": 0})) == []
