@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cpsat_kit import cpsat, cpsat_over_greedy, evicted, instance, options
+from cpsat_kit import cpsat, cpsat_over_greedy, evicted, instance, nodes_of, options, stages
 
 from models.load import loads
 from optimizer.disruption import breaches
@@ -86,3 +86,52 @@ def test_queue_eviction_budget_caps_cpsat() -> None:
     _, plan = cpsat_over_greedy(inst, queue_eviction_budgets={"q1": 0})
     assert evicted(plan) == []
     assert breaches(inst, plan, options(queue_eviction_budgets={"q1": 0})) == []
+
+
+SOFT_GANG = """
+    scheduler:
+      actions: "enqueue, allocate"
+      tiers:
+      - plugins: [{name: priority}, {name: gang}]
+      - plugins: [{name: predicates}, {name: nodeorder}]
+    nodes:
+    - {name: a1, labels: {rack: ra}, allocatable: {cpu: "4", memory: 64Gi}}
+    - {name: a2, labels: {rack: ra}, allocatable: {cpu: "4", memory: 64Gi}}
+    - {name: a3, labels: {rack: ra}, allocatable: {cpu: "4", memory: 64Gi}}
+    - {name: b1, labels: {rack: rb}, allocatable: {cpu: "4", memory: 64Gi}}
+    hypernodes:
+    - name: ra
+      tier: 1
+      members: [{type: Node, selector: {labelMatch: {matchLabels: {rack: ra}}}}]
+    - name: rb
+      tier: 1
+      members: [{type: Node, selector: {labelMatch: {matchLabels: {rack: rb}}}}]
+    - name: top
+      tier: 2
+      members:
+      - {type: HyperNode, selector: {exactMatch: {name: ra}}}
+      - {type: HyperNode, selector: {exactMatch: {name: rb}}}
+    queues: [{name: q1}]
+    jobs:
+    - name: g
+      queue: q1
+      minAvailable: 6
+      networkTopology: {mode: soft}
+      tasks: [{name: t, replicas: 6, resources: {cpu: "2"}}]
+    """
+
+
+def test_soft_gang_that_fits_one_rack_is_placed_in_one_rack() -> None:
+    """``session.go:adjustNetworkTopologySpec`` makes soft topology hard at the top tier, and
+    without ``network-topology-aware`` Volcano's only gradient is the cluster top, so greedy
+    spreads the six cpu-2 pods by LeastAllocated over both racks. Nothing competes for ra
+    (3 nodes of cpu 4 = exactly six pods), so CP-SAT's topology stage puts the gang in one
+    rack: stage value −1 (tier-1 LCA) where greedy's is −2 (top), and the stage is not
+    reported OPTIMAL for greedy's cross-rack plan."""
+    inst = instance(SOFT_GANG)
+    floor, plan = cpsat_over_greedy(inst)
+    assert {n[0] for n in nodes_of(floor, "g")} == {"a", "b"}
+    assert nodes_of(plan, "g") == ["a1", "a1", "a2", "a2", "a3", "a3"]
+    assert stages(inst, floor).topology == -2
+    assert stages(inst, plan).topology == -1
+    assert plan.solver is not None and not plan.solver.fallback
