@@ -135,3 +135,43 @@ def test_soft_gang_that_fits_one_rack_is_placed_in_one_rack() -> None:
     assert stages(inst, floor).topology == -2
     assert stages(inst, plan).topology == -1
     assert plan.solver is not None and not plan.solver.fallback
+
+
+MUTEX_PODS = """
+    scheduler:
+      actions: "enqueue, allocate"
+      tiers:
+      - plugins: [{name: priority}, {name: gang}, {name: predicates}]
+    nodes:
+    - name: n1
+      allocatable: {cpu: "16", memory: 64Gi}
+      gpus:
+      - {id: GPU-0, index: 0, type: NVIDIA-A100, memory: 40000}
+      - {id: GPU-1, index: 1, type: NVIDIA-A100, memory: 40000}
+    jobs:
+    - name: busy
+      tasks:
+      - name: w
+        replicas: 1
+        resources: {cpu: "1", nvidia.com/gpu: 1, nvidia.com/gpumem: 1000, nvidia.com/gpucores: 10}
+      running: [{index: 0, node: n1, gpus: [{id: GPU-0, memory: 1000, cores: 10}]}]
+    - name: m
+      minAvailable: 1
+      tasks:
+      - name: w
+        replicas: 3
+        resources: {cpu: "1", nvidia.com/gpu: 1, nvidia.com/gpumem: 1000, nvidia.com/gpucores: 10}
+        annotations: {hami.io/gpu-scheduler-policy: mutex}
+    """
+"""n1 has two 40000 MiB cards; GPU-0 carries a running share. Three small mutex pods (1000 MiB,
+10 cores: capacity alone would fit all of them on either card) wait."""
+
+
+def test_mutex_pods_get_unused_devices_in_cpsat() -> None:
+    """HAMi's ``NvidiaGPUDevices.Fit`` step 7: a mutex pod gets no device with ``Used > 0``.
+    GPU-0 is in use, so only GPU-1 can take a mutex pod, and only one: CP-SAT places exactly
+    one of the three, on GPU-1 (the verifier's gpu-exclusive rule holds)."""
+    plan = cpsat(instance(MUTEX_PODS))
+    shares = [(p.pod, [s.id for s in p.gpus or ()]) for p in plan.placements]
+    assert len(shares) == 1
+    assert shares[0][1] == ["GPU-1"]
