@@ -269,3 +269,22 @@ def test_proportion_closed_queue_never_reclaims() -> None:
 
     assert run("Open") == ({}, {"v-t-0": "n1"}, {"r-t-0": "n1"})
     assert run("Closed") == ({}, {}, {})
+
+
+def test_pod_slot_makes_reclaim_evict() -> None:
+    """The slot in ``reclaim.go:reclaimForTask`` (``ValidateVictims`` and "evict until
+    ``InitResreq ≤ FutureIdle``"), without the ``predicates`` plugin.
+
+    n1: cpu 8, pods 1, holding v (queue lend, cpu 1). r (queue need, deserved cpu 2, cpu 1,
+    Inqueue) cannot be allocated: 7 cpu idle but no slot. Reclaim: need is Preemptive (0 + 1
+    ≤ 2 deserved); gang's tier-1 Reclaimable keeps nothing (v's job is at its minAvailable),
+    so capacity decides: lend deserves nothing → v is an immediate victim; evicting it frees
+    the slot → r pipelined on n1."""
+    inst = instance(
+        [job("v", 1, queue="lend", running=1), job("r", 1, queue="need", phase="Inqueue")],
+        nodes=[node("n1", 8, pods=1)],
+        plugins=tiers("capacity", "nodeorder"),
+        actions="enqueue, allocate, reclaim",
+        queues=[{"name": "lend"}, {"name": "need", "deserved": {"cpu": "2"}}],
+    )
+    assert outcome(checked(inst)) == ({}, {"v-t-0": "n1"}, {"r-t-0": "n1"})
