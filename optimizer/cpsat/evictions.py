@@ -86,7 +86,50 @@ def can_reclaim(data: Compiled, queue: str) -> bool:
     if "reclaim" not in data.instance.scheduler.actions or not _above_deserved(data, queue):
         return False
     reclaimers = {u.job.queue for u in data.units if u.groups and u.job.queue != queue}
-    return any(_may_reclaim_from(data, mine, queue) for mine in sorted(reclaimers))
+    return any(
+        _preemptive(data, mine) and _may_reclaim_from(data, mine, queue)
+        for mine in sorted(reclaimers)
+    )
+
+
+def _preemptive(data: Compiled, mine: str) -> bool:
+    """The ``Preemptive`` gate of queue ``mine`` at the snapshot: the queue is Open and, with
+    capacity (spec §5.4), some pending pod of it stays within realCapability and within deserved
+    on some resource it requests, at the leaf or (level L > 0) at an ancestor 1..L up."""
+    conf = data.instance.scheduler
+    if not data.instance.queue_tree.queue(mine).is_open:
+        return False
+    if not conf.has("capacity"):
+        return True
+    chain = [mine, *_near_ancestors(data, mine, conf.reclaim_level())]
+    held = {q: _amounts(data, q) for q in chain}
+    limit = data.queue_limits.get(mine, {})
+    for u in data.units:
+        if u.job.queue != mine:
+            continue
+        for g in u.groups:
+            request = {r: a for r, a in data.groups[g].request.items() if a > 0}
+            used = {r: held[mine].get(r, 0) + a for r, a in request.items()}
+            if any(amount > limit.get(r, 0) for r, amount in used.items()):
+                continue
+            if any(_partly_within(held[q], request, data.queue_deserved.get(q, {})) for q in chain):
+                return True
+    return False
+
+
+def _partly_within(held: dict[str, int], request: dict[str, int], deserved: dict[str, int]) -> bool:
+    """``LessEqualPartlyWithDimensionZeroFiltered``: on some requested resource the queue stays
+    within its deserved with the request added."""
+    return any(held.get(r, 0) + a <= deserved.get(r, 0) for r, a in request.items())
+
+
+def _amounts(data: Compiled, queue: str) -> dict[str, int]:
+    """What the running pods ``queue`` carries hold, per resource (model units)."""
+    out: dict[str, int] = {}
+    for i in _queue_running(data, queue):
+        for r, a in data.running[i].request.items():
+            out[r] = out.get(r, 0) + a
+    return out
 
 
 def _may_reclaim_from(data: Compiled, mine: str, queue: str) -> bool:

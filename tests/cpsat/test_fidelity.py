@@ -175,3 +175,19 @@ def test_mutex_pods_get_unused_devices_in_cpsat() -> None:
     shares = [(p.pod, [s.id for s in p.gpus or ()]) for p in plan.placements]
     assert len(shares) == 1
     assert shares[0][1] == ["GPU-1"]
+
+
+def test_reclaimer_queue_must_pass_preemptive() -> None:
+    """``capacity.go`` Preemptive (spec §5.4), the gate reclaim asks before it looks for
+    victims: case4 at level 0, where p1 may be reclaimed (test above), but case4_child2
+    deserves nothing, so 0 + 1 ≤ 0 fails at the leaf and level 0 checks no ancestor → no
+    reclaim, p2 stays pending. A Closed reclaimer queue never passes the gate either."""
+    child = "- {name: case4_child2, parent: case4_parent2, deserved: {example.com/a100: 2}}"
+    text = _case4(0)
+    assert child in text
+    no_deserved = text.replace(child, "- {name: case4_child2, parent: case4_parent2}")
+    closed = text.replace(child, child[:-1] + ", state: Closed}")
+    for variant in (no_deserved, closed):
+        plan = cpsat(loads(variant, "case4.yaml"))
+        assert evicted(plan) == []
+        assert not plan.placements
