@@ -151,8 +151,9 @@ class Resources(Mapping[str, int]):
         return Resources({k: max(v, 0) for k, v in self._data.items()})
 
     def is_empty(self) -> bool:
-        """True when no dimension is positive (Volcano's ``IsEmpty``)."""
-        return all(v <= 0 for v in self._data.values())
+        """True when no dimension but ``pods`` is positive (Volcano's ``IsEmpty``, which skips
+        the ``pods`` slot every pod request carries)."""
+        return all(v <= 0 for k, v in self._data.items() if k != PODS)
 
     def dims(self, *, ignore_pods: bool = False) -> frozenset[str]:
         """Names of the positive dimensions."""

@@ -151,6 +151,13 @@ class SchedulerConf:
         cluster top."""
         return self.has(NETWORK_TOPOLOGY_PLUGIN)
 
+    def reclaim_level(self) -> int:
+        """hierarchical capacity's ``ancestorReclaimLevel`` (0 without hierarchy)."""
+        capacity = self.plugin("capacity")
+        if capacity is None or not capacity.enabled("Hierarchy"):
+            return 0
+        return reclaim_level(capacity.arguments)
+
     def hierarchy(self) -> bool:
         """Hierarchical capacity (``capacity`` with ``enableHierarchy: true``)."""
         capacity = self.plugin("capacity")
@@ -268,10 +275,14 @@ def parse_scheduler_conf(
     tiers, paths = _tiers(raw.get("tiers") or [], obj, _at(field, "tiers"), diag)
     if "proportion" in paths and "capacity" in paths:
         later = max(paths["proportion"], paths["capacity"], key=_position)
-        diag.error(
+        # Volcano refuses only proportion with hierarchical drf; proportion and capacity both
+        # register their hooks, which combine by the tier rules (spec §1.2).
+        diag.warn(
             obj,
             f"{later}.name",
-            "proportion and capacity cannot be configured together (both set queue quotas)",
+            "proportion and capacity are both configured: Volcano runs both, their queue "
+            "hooks combine (Allocatable and Preemptive AND, the first non-zero queue order "
+            "wins)",
         )
     conf = SchedulerConf(
         actions,
@@ -360,3 +371,16 @@ def _configurations(
 HELM_DEFAULT = parse_scheduler_conf(helm_default_scheduler(), "", Diagnostics())
 """``installer/helm/chart/volcano/config/volcano-scheduler.conf``: what an omitted
 configuration means."""
+
+
+RECLAIM_LEVEL = "ancestorReclaimLevel"
+
+
+def reclaim_level(arguments: Mapping[str, object]) -> int:
+    """capacity's ``parseArguments``: an integer ``ancestorReclaimLevel``, default 0, a
+    negative value falling back to 0. Like Volcano's ``Arguments.GetInt``, a value that is not
+    an integer is ignored."""
+    raw = arguments.get(RECLAIM_LEVEL, 0)
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        return 0
+    return max(raw, 0)

@@ -18,7 +18,7 @@ from .gpu import GpuFilter, GpuRequest
 from .queues import DEFAULT_QUEUE
 from .resources import EMPTY, Resources
 from .selectors import LabelSelector
-from .vocabulary import DEFAULT_NAMESPACE, NUMA_BIND
+from .vocabulary import DEFAULT_NAMESPACE, GPU_SCHEDULER_POLICY, MUTEX_POLICY, NUMA_BIND
 
 PENDING, INQUEUE, RUNNING = "Pending", "Inqueue", "Running"
 JOB_PHASES = (PENDING, INQUEUE, RUNNING, "Unknown", "Completed")
@@ -120,6 +120,12 @@ class Task:
         """Whether each GPU container's devices must share one NUMA node (``nvidia.com/numa-bind``
         parsed as Go's ``ParseBool``; anything else is false)."""
         return bool(parse_go_bool(self.annotations.get(NUMA_BIND, "")))
+
+    @property
+    def gpu_mutex(self) -> bool:
+        """HAMi's ``mutex`` GPU policy: each of the pod's devices must be unused when it is
+        placed (``NvidiaGPUDevices.Fit``: the policy *contains* ``mutex`` and ``Used > 0``)."""
+        return MUTEX_POLICY in self.annotations.get(GPU_SCHEDULER_POLICY, "")
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,20 @@ from importlib.metadata import PackageNotFoundError, version
 import yaml
 
 from models.errors import InputError, Problem
+from models.instance import Instance
 from models.load import load
 
 from . import __version__, compare, show
-from .options import OBJECTIVES, STRATEGIES, OptionError, SolveOptions, parse_weights
-from .plan import FORMATS, read_plan, write_atomic
+from .disruption import breaches
+from .options import (
+    OBJECTIVES,
+    STRATEGIES,
+    OptionError,
+    SolveOptions,
+    parse_queue_budgets,
+    parse_weights,
+)
+from .plan import FORMATS, Plan, read_plan, write_atomic
 from .progress import reporter
 from .solve import ENGINES, solve, solve_both
 from .verify import format_violations, verify
@@ -78,9 +87,20 @@ def _options(args: argparse.Namespace) -> SolveOptions:
             aggregate=not args.no_aggregate,
             tdm_lookahead=args.tdm_lookahead,
             quiet=args.quiet,
+            max_evictions=args.max_evictions,
+            queue_eviction_budgets=parse_queue_budgets(args.queue_eviction_budget or ""),
         )
     except OptionError as err:
         raise InputError([Problem(err.message, field=err.option)]) from None
+
+
+def _report_breaches(instance: Instance, greedy: Plan, options: SolveOptions, quiet: bool) -> None:
+    """The greedy engine follows Volcano, which knows no disruption cap: say where it passes
+    the user's."""
+    if quiet:
+        return
+    for breach in breaches(instance, greedy, options):
+        print(f"note: greedy plan (Volcano has no eviction cap): {breach}", file=sys.stderr)
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
@@ -92,6 +112,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
         plan = solve(instance, args.engine, options, progress)
     finally:
         progress.close()
+    if args.engine == "greedy":
+        _report_breaches(instance, plan, options, args.quiet)
     text = plan.render(args.format, instance)
     if args.plot:
         from . import figures
@@ -126,6 +148,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         greedy, cpsat = solve_both(instance, options, progress)
     finally:
         progress.close()
+    _report_breaches(instance, greedy, options, args.quiet)
     if args.csv:
         write_atomic(args.csv, compare.to_csv(instance, greedy, cpsat))
     if args.json:
@@ -229,6 +252,19 @@ def _solver_arguments(p: argparse.ArgumentParser) -> None:
         "--tdm-lookahead",
         action="store_true",
         help="keep jobs off revocable nodes whose window closes before the job's duration ends",
+    )
+    p.add_argument(
+        "--max-evictions",
+        type=int,
+        default=None,
+        help="CP-SAT evicts at most this many running pods (greedy follows Volcano, which has "
+        "no cap: a breach is reported)",
+    )
+    p.add_argument(
+        "--queue-eviction-budget",
+        default="",
+        help="per-queue eviction caps for CP-SAT, e.g. team-a=2,team-b=0 (a queue's budget "
+        "counts its subtree)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no warnings, no progress")
 

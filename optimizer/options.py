@@ -60,6 +60,12 @@ class SolveOptions:
     solvable); ``False`` gives every node its own class, for checking the reduction."""
     parameters: Mapping[str, object] = field(default_factory=dict)
     """Raw CP-SAT parameters applied last, e.g. ``{"log_search_progress": True}``."""
+    max_evictions: int | None = None
+    """At most this many running pods evicted by a CP-SAT plan (None: no cap). Volcano has no
+    such cap, so the greedy plan ignores it and the breach is reported."""
+    queue_eviction_budgets: Mapping[str, int] = field(default_factory=dict)
+    """Per queue, at most this many of the pods its quota carries (its subtree, hierarchically)
+    evicted by a CP-SAT plan."""
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.time_limit) or self.time_limit <= 0:
@@ -90,6 +96,19 @@ class SolveOptions:
                     "--weights", f"{stage}: must be between 0 and {MAX_WEIGHT}, got {weight}"
                 )
 
+        self._check_eviction_caps()
+
+    def _check_eviction_caps(self) -> None:
+        cap = self.max_evictions
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 0):
+            raise OptionError("--max-evictions", f"must be a non-negative integer, got {cap}")
+        for queue, budget in self.queue_eviction_budgets.items():
+            if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+                raise OptionError(
+                    "--queue-eviction-budget",
+                    f"{queue}: must be a non-negative integer, got {budget!r}",
+                )
+
     def weight(self, stage: str) -> int:
         return self.weights.get(stage, 1)
 
@@ -111,3 +130,20 @@ def parse_weights(text: str) -> dict[str, int]:
             raise OptionError("--weights", f"expected stage=integer, got {item.strip()!r}")
         weights[name] = int(value)
     return weights
+
+
+def parse_queue_budgets(text: str) -> dict[str, int]:
+    """``team-a=2,team-b=0`` as a mapping; raises :class:`OptionError` naming
+    ``--queue-eviction-budget``."""
+    budgets: dict[str, int] = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        name, sep, value = item.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not name or not value.isdigit() or len(value) > 9:
+            raise OptionError(
+                "--queue-eviction-budget", f"expected queue=integer, got {item.strip()!r}"
+            )
+        budgets[name] = int(value)
+    return budgets

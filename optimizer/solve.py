@@ -12,6 +12,7 @@ from models.instance import Instance
 
 from .budget import Budget
 from .cpsat.engine import solve as solve_cpsat
+from .disruption import check_budgets
 from .greedy.engine import solve as solve_greedy
 from .metrics import evaluate
 from .options import SolveOptions
@@ -35,6 +36,7 @@ def solve(
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
     options = options or SolveOptions()
+    check_budgets(instance, options)
     progress = progress or Progress(options.time_limit)
     budget = Budget(options.time_limit)
     progress.phase("greedy")
@@ -51,6 +53,7 @@ def solve_both(
 ) -> tuple[Plan, Plan]:
     """The greedy and the CP-SAT plan, solving greedy once."""
     options = options or SolveOptions()
+    check_budgets(instance, options)
     progress = progress or Progress(options.time_limit)
     budget = Budget(options.time_limit)
     progress.phase("greedy")

@@ -88,7 +88,6 @@ RULES = {
     "bad_now",
     "bad_timezone",
     "unknown_action",
-    "proportion_and_capacity",
     "enable_not_boolean",
 }
 """The rules the issue and DESIGN §3 name; each must have its own file."""

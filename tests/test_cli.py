@@ -124,3 +124,51 @@ def test_validate_in_a_real_process() -> None:
     )
     assert run.returncode == 0
     assert run.stdout.startswith(f"{DEMO}: valid: 8 nodes")
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [
+        (["--max-evictions", "-1"], "--max-evictions"),
+        (["--queue-eviction-budget", "nosuch=1"], "no queue 'nosuch'"),
+        (["--queue-eviction-budget", "team-a"], "expected queue=integer"),
+    ],
+)
+def test_bad_disruption_caps_exit_2(
+    flags: list[str], fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A negative cap, a budget naming no queue of the instance, or one without a number is
+    bad input: one error naming the option, exit 2, no traceback."""
+    assert main(["solve", "--engine", "greedy", "--quiet", *flags, str(DEMO)]) == 2
+    _, err = capsys.readouterr()
+    assert err.startswith("error: ")
+    assert fragment in err
+    assert "Traceback" not in err
+
+
+def test_greedy_over_the_eviction_cap_is_reported(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Greedy follows Volcano, which has no eviction cap: its plan keeps both preemptions (b
+    and c make room for hi) and a note says it passes ``--max-evictions 1``."""
+    path = tmp_path / "preempt.yaml"
+    path.write_text(
+        "apiVersion: vcopt/v1alpha1\nkind: Instance\nmetadata: {name: p}\n"
+        'now: "2026-11-30T14:00:00Z"\n'
+        "scheduler:\n  actions: enqueue, allocate, preempt\n  tiers:\n"
+        "  - plugins: [{name: priority}, {name: gang, enablePreemptable: false}]\n"
+        "  - plugins: [{name: predicates}, {name: nodeorder}]\n"
+        "nodes: [{name: n1, allocatable: {cpu: '4', memory: 64Gi}}]\n"
+        "queues: [{name: q1}]\njobs:\n"
+        "- {name: b, queue: q1, priority: 1, tasks: [{name: t, replicas: 1,"
+        " resources: {cpu: '2'}}],"
+        " running: [{index: 0, node: n1}]}\n"
+        "- {name: c, queue: q1, priority: 2, tasks: [{name: t, replicas: 1,"
+        " resources: {cpu: '2'}}],"
+        " running: [{index: 0, node: n1}]}\n"
+        "- {name: hi, queue: q1, priority: 10, tasks: [{name: t, replicas: 1,"
+        " resources: {cpu: '4'}}]}\n"
+    )
+    assert main(["solve", "--engine", "greedy", "--max-evictions", "1", str(path)]) == 0
+    _, err = capsys.readouterr()
+    assert "note: greedy plan (Volcano has no eviction cap): 2 evictions, more than" in err

@@ -188,9 +188,11 @@ def test_errors_name_the_field_under_scheduler(raw: object, field: str, fragment
     assert fragment in error.message
 
 
-def test_proportion_and_capacity_together_is_one_error_on_the_later_entry() -> None:
-    """Both set queue quotas. The error points at the entry written second: proportion, in
-    tier 1, after capacity in tier 0 (so the order is by position, not by name)."""
+def test_proportion_and_capacity_together_is_one_warning_on_the_later_entry() -> None:
+    """Volcano's ``util.go:UnmarshalSchedulerConf`` refuses only proportion with hierarchical
+    drf; proportion with capacity loads and both plugins' hooks run. vcopt warns once, on the
+    entry written second: proportion, in tier 1, after capacity in tier 0 (by position, not by
+    name)."""
     _, diag = parse(
         {
             "tiers": [
@@ -199,9 +201,11 @@ def test_proportion_and_capacity_together_is_one_error_on_the_later_entry() -> N
             ]
         }
     )
-    error = only_error(diag)
-    assert error.field == "scheduler.tiers[1].plugins[0].name"
-    assert "proportion and capacity" in error.message
+    assert not diag.errors
+    assert len(diag.warnings) == 1
+    warning = diag.warnings[0]
+    assert warning.field == "scheduler.tiers[1].plugins[0].name"
+    assert "proportion and capacity" in warning.message
 
 
 def test_proportion_and_hierarchical_drf_conflict() -> None:

@@ -116,7 +116,8 @@ def _gpu_choice(group: Group, cls: NodeClass) -> list[list[tuple[int, bool]]] | 
     allowed = [dc for dc in cls.devices if dc.pool and (flt is None or flt.allows(dc.device))]
     out: list[list[tuple[int, bool]]] = []
     for request in group.gpus:
-        row = [(dc, takes_whole(request, dc)) for dc in allowed]
+        # HAMi's mutex policy: each device the pod gets is unused, as if it took it whole.
+        row = [(dc, task.gpu_mutex or takes_whole(request, dc)) for dc in allowed]
         fits = [(dc, whole) for dc, whole in row if _could_use(request, dc, whole)]
         if sum(dc.per_node for dc, _ in fits) < request.nums:
             return None
@@ -143,6 +144,7 @@ def candidate_key(group: Group, lookahead: bool) -> tuple[object, ...]:
         task.gpu,
         repr(task.gpu_filter),
         group.numa_bind,
+        task.gpu_mutex,
     )
 
 

@@ -422,9 +422,15 @@ def _queues(instance: Instance) -> QueueTables:
         for q, a in attrs.items():
             if hierarchical or q in with_jobs:
                 limits[q] = model_units(a.real_capability, round_up=False)
-    elif conf.has("proportion"):
-        attrs = _proportion_attrs(instance, with_jobs)
-        limits = {q: model_units(a.deserved, round_up=False) for q, a in attrs.items()}
+    if conf.has("proportion"):
+        # With capacity too, both Allocatable hooks must pass (they AND): the tighter limit
+        # holds, while capacity's deserved stays the fair-share target.
+        shares = _proportion_attrs(instance, with_jobs)
+        for q, a in shares.items():
+            cap = limits.get(q, {})
+            limit = model_units(a.deserved, round_up=False)
+            limits[q] = {r: min(v, cap.get(r, v)) for r, v in limit.items()}
+        attrs = attrs or shares
     if attrs:
         deserved = {q: model_units(a.deserved, round_up=True) for q, a in attrs.items()}
     else:

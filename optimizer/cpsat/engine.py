@@ -23,6 +23,7 @@ from functools import partial
 from models.instance import Instance
 
 from ..budget import Budget, TimeUp
+from ..disruption import breaches
 from ..options import SolveOptions
 from ..plan import Plan, SolverInfo
 from ..progress import Progress
@@ -132,6 +133,12 @@ class _Solve:
         # a hint every eviction rule of the model accepts.
         # Nothing is pipelined in a CP-SAT plan either.
         self.floor = greedy.replace(evictions=(), pipelined=())
+        self.capped = breaches(instance, greedy, options)
+        if self.capped:
+            # Greedy follows Volcano, which has no disruption cap: a greedy plan that evicts
+            # more than the user allows cannot be the answer, its placements alone can.
+            self.greedy = self.floor
+            self.greedy_values = evaluate(self.full, self.floor)
 
     def score(self, values: StageValues) -> tuple[int, ...]:
         """What "better" means for the chosen objective: the active stages in order, or the
@@ -334,6 +341,8 @@ class _Solve:
         return result.plan.replace(solver=info)
 
     def message(self, notes: list[str]) -> str:
+        if self.capped:
+            notes = [*notes, f"greedy plan over the disruption caps ({'; '.join(self.capped)})"]
         if self.dropped:
             notes = [
                 *notes,

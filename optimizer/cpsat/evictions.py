@@ -16,6 +16,10 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
+from models.queues import ROOT
+
+from ..disruption import carried_by
+from ..options import SolveOptions
 from .constraints import held_terms
 from .data import Compiled
 from .variables import Expr, IntVar, Linear, Variables, lsum, wsum
@@ -47,6 +51,23 @@ def eviction_allowed(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
                 m.add(v.evict[eg] == 0)
 
 
+def eviction_caps(m: cp_model.CpModel, v: Variables, data: Compiled, options: SolveOptions) -> None:
+    """The user's disruption caps: ``--max-evictions`` over all evictions, and each queue's
+    budget over the pods its quota carries (``optimizer.disruption``)."""
+    if not v.evict:
+        return
+    if options.max_evictions is not None:
+        m.add(lsum(list(v.evict.values())) <= options.max_evictions)
+    for queue, budget in sorted(options.queue_eviction_budgets.items()):
+        counted = [
+            v.evict[eg.index]
+            for eg in data.evict_groups
+            if carried_by(data.instance, queue, data.running[eg.pods[0]].job.queue)
+        ]
+        if counted:
+            m.add(lsum(counted) <= budget)
+
+
 def can_preempt(data: Compiled, i: int) -> bool:
     """Preempt may take running pod ``i``: a job of its queue with pending pods has a higher
     priority than the victim's job."""
@@ -61,12 +82,110 @@ def can_preempt(data: Compiled, i: int) -> bool:
 
 def can_reclaim(data: Compiled, queue: str) -> bool:
     """Reclaim may take from ``queue``: reclaim is configured, the queue is reclaimable and
-    above its deserved, and another queue has pending pods."""
-    return (
-        "reclaim" in data.instance.scheduler.actions
-        and _above_deserved(data, queue)
-        and any(u.job.queue != queue and u.groups for u in data.units)
+    above its deserved, and another queue with pending pods may reclaim from it."""
+    if "reclaim" not in data.instance.scheduler.actions or not _above_deserved(data, queue):
+        return False
+    reclaimers = {u.job.queue for u in data.units if u.groups and u.job.queue != queue}
+    return any(
+        _preemptive(data, mine) and _may_reclaim_from(data, mine, queue)
+        for mine in sorted(reclaimers)
     )
+
+
+def _preemptive(data: Compiled, mine: str) -> bool:
+    """The ``Preemptive`` gate of queue ``mine`` at the snapshot: the queue is Open and, with
+    capacity (spec §5.4), some pending pod of it stays within realCapability and within deserved
+    on some resource it requests, at the leaf or (level L > 0) at an ancestor 1..L up."""
+    conf = data.instance.scheduler
+    if not data.instance.queue_tree.queue(mine).is_open:
+        return False
+    if not conf.has("capacity"):
+        return True
+    chain = [mine, *_near_ancestors(data, mine, conf.reclaim_level())]
+    held = {q: _amounts(data, q) for q in chain}
+    limit = data.queue_limits.get(mine, {})
+    for u in data.units:
+        if u.job.queue != mine:
+            continue
+        for g in u.groups:
+            request = {r: a for r, a in data.groups[g].request.items() if a > 0}
+            used = {r: held[mine].get(r, 0) + a for r, a in request.items()}
+            if any(amount > limit.get(r, 0) for r, amount in used.items()):
+                continue
+            if any(_partly_within(held[q], request, data.queue_deserved.get(q, {})) for q in chain):
+                return True
+    return False
+
+
+def _partly_within(held: dict[str, int], request: dict[str, int], deserved: dict[str, int]) -> bool:
+    """``LessEqualPartlyWithDimensionZeroFiltered``: on some requested resource the queue stays
+    within its deserved with the request added."""
+    return any(held.get(r, 0) + a <= deserved.get(r, 0) for r, a in request.items())
+
+
+def _amounts(data: Compiled, queue: str) -> dict[str, int]:
+    """What the running pods ``queue`` carries hold, per resource (model units)."""
+    out: dict[str, int] = {}
+    for i in _queue_running(data, queue):
+        for r, a in data.running[i].request.items():
+            out[r] = out.get(r, 0) + a
+    return out
+
+
+def _may_reclaim_from(data: Compiled, mine: str, queue: str) -> bool:
+    """Whether hierarchical capacity with ``ancestorReclaimLevel`` L lets queue ``mine``
+    reclaim from ``queue`` (spec §5.4, as ``capacity.go`` Reclaimable decides per victim; here
+    per queue, from what the queues hold at the snapshot).
+
+    With L > 0: the contention gate (both sides without a deserved signal for what they use,
+    under a shared non-root ancestor within L levels) refuses; and each of ``queue``'s
+    ancestors 1..L levels up that is not root and not ``mine``'s ancestor at the same depth
+    must deserve none of what ``queue`` holds or hold more than it deserves.
+    """
+    level = data.instance.scheduler.reclaim_level()
+    if level == 0:
+        return True
+    tree = data.instance.queue_tree
+    held = _held(data, queue)
+    wanted = {
+        r for u in data.units if u.job.queue == mine for g in u.groups for r in _uses(data, g)
+    }
+    shared = set(_near_ancestors(data, mine, level)) & set(_near_ancestors(data, queue, level))
+    if shared and _deserves_none(data, queue, held) and _deserves_none(data, mine, wanted):
+        return False
+    ancestors, mine_ancestors = tree.ancestors(queue), tree.ancestors(mine)
+    for step in range(1, level + 1):
+        depth = len(ancestors) - step
+        if depth < 0:
+            break
+        name = ancestors[depth]
+        if name == ROOT or (depth < len(mine_ancestors) and mine_ancestors[depth] == name):
+            continue
+        if not (_deserves_none(data, name, held) or _exceeds_deserved(data, name)):
+            return False
+    return True
+
+
+def _uses(data: Compiled, group: int) -> set[str]:
+    return {r for r, a in data.groups[group].request.items() if a > 0}
+
+
+def _held(data: Compiled, queue: str) -> set[str]:
+    """The resources the running pods of ``queue`` (its subtree, hierarchically) hold."""
+    return {
+        r for i in _queue_running(data, queue) for r, a in data.running[i].request.items() if a > 0
+    }
+
+
+def _deserves_none(data: Compiled, queue: str, resources: set[str]) -> bool:
+    """``isImmediateVictim``: ``queue`` deserves none of ``resources``."""
+    deserved = data.queue_deserved.get(queue, {})
+    return not any(deserved.get(r, 0) > 0 for r in resources)
+
+
+def _near_ancestors(data: Compiled, queue: str, level: int) -> list[str]:
+    ancestors = data.instance.queue_tree.ancestors(queue)
+    return [name for name in ancestors[max(len(ancestors) - level, 0) :] if name != ROOT]
 
 
 def _unit_evictions(m: cp_model.CpModel, v: Variables, data: Compiled, unit: int) -> None:
@@ -104,14 +223,20 @@ def _reclaim_source(m: cp_model.CpModel, v: Variables, data: Compiled, queue: st
 
 
 def _queue_running(data: Compiled, queue: str) -> list[int]:
-    return [i for u in data.units if u.job.queue == queue for i in u.running]
+    """Running pods whose quota ``queue`` carries (its members: its subtree hierarchically)."""
+    members = set(data.queue_members.get(queue, ()))
+    return [i for u in data.units if u.job.queue == queue or u.key in members for i in u.running]
 
 
 def _above_deserved(data: Compiled, queue: str) -> bool:
     """Reclaim takes only from reclaimable queues holding more than they deserve (capacity
     §5.4 step 3); a queue that deserves nothing is an immediate victim."""
-    if not data.instance.queue_tree.queue(queue).reclaimable:
-        return False
+    return data.instance.queue_tree.queue(queue).reclaimable and _exceeds_deserved(data, queue)
+
+
+def _exceeds_deserved(data: Compiled, queue: str) -> bool:
+    """``queue`` (its subtree, hierarchically) holds more than it deserves on a resource it
+    deserves, or deserves nothing."""
     deserved = {r: a for r, a in data.queue_deserved.get(queue, {}).items() if a > 0}
     if not deserved:
         return True

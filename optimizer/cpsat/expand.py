@@ -225,6 +225,8 @@ def _fit_pod(data: Compiled, c: int, node: _Node, g: Group) -> list[DeviceShare]
             dev = node.devices[d]
             memory = request.memory_on(dev.device.memory)
             dev.add(memory, request.booked_cores)
+            if g.task.gpu_mutex:
+                dev.exclusive += 1  # the model counted the device as taken whole
             shares.append(DeviceShare(dev.device.id, memory, request.booked_cores))
     return shares
 

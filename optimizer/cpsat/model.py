@@ -27,7 +27,7 @@ from ..progress import Progress
 from ..result import Status
 from . import constraints
 from .data import Compiled, compile_instance
-from .evictions import eviction_allowed
+from .evictions import eviction_allowed, eviction_caps
 from .hints import hint_values, within_model
 from .objective import StageValues, stage_expressions, stage_span
 from .params import parameters
@@ -113,6 +113,7 @@ class CpsatModel:
         for family in FAMILIES:
             check()
             family(self.model, self.vars, self.data)
+        eviction_caps(self.model, self.vars, self.data, options)
         check()
         self.active = options.active_stages
         self.stages = stage_expressions(self.model, self.vars, self.data, self.active)

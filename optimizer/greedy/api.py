@@ -37,16 +37,22 @@ READY_STATUSES = ALLOCATED_STATUSES | {Status.SUCCEEDED}
 PREEMPTABLE_STATUSES = frozenset({Status.BOUND, Status.RUNNING})
 
 
+POD_DIM = 2
+"""Position of ``pods`` in every session vector (after cpu and memory)."""
+
+
 class Dims:
     """Maps resource names to positions in the dense vectors of one session.
 
-    ``pods`` is kept out of the vectors: Volcano stores it in ``MaxTaskNum`` and compares it
-    only through the pod-count predicate.
+    ``pods`` is an ordinary scalar of the vectors, always at :data:`POD_DIM`: Volcano's
+    ``GetPodResourceRequest`` adds ``pods: 1`` to every task's request and a node's ``pods``
+    allocatable is a scalar like any other, so the action-level fits count pod slots. The
+    comparisons Volcano makes without it (``IsEmpty``, the quota checks) skip that position.
     """
 
     def __init__(self, names: Iterable[str]) -> None:
         extra = sorted({n for n in names if n not in (CPU, MEMORY, PODS)})
-        self.names: list[str] = [CPU, MEMORY, *extra]
+        self.names: list[str] = [CPU, MEMORY, PODS, *extra]
         self.index: dict[str, int] = {n: i for i, n in enumerate(self.names)}
 
     def __len__(self) -> int:
@@ -81,7 +87,8 @@ def vle(a: list[int], b: list[int]) -> bool:
 
 
 def vempty(a: list[int]) -> bool:
-    return all(x <= 0 for x in a)
+    """Volcano ``IsEmpty``: nothing positive but the ``pods`` slot, which it ignores."""
+    return all(x <= 0 for i, x in enumerate(a) if i != POD_DIM)
 
 
 @dataclass(eq=False)
@@ -115,8 +122,8 @@ class TaskInfo:
     @cached_property
     def init_needs(self) -> tuple[tuple[int, int], ...]:
         """(dimension, amount) pairs the node fit compares: cpu and memory always, and each
-        scalar the pod requests (Volcano's ``LessEqual`` walks the request's scalars only).
-        Positions 0 and 1 are cpu and memory in every :class:`Dims`."""
+        scalar the pod requests, its ``pods`` slot included (Volcano's ``LessEqual`` walks the
+        request's scalars only). Positions 0 and 1 are cpu and memory in every :class:`Dims`."""
         return tuple(
             (i, amount) for i, amount in enumerate(self.init_resreq) if i < 2 or amount > 0
         )

@@ -159,6 +159,9 @@ def fit(
     used_mem = [g.used_mem for g in gpus]
     used_core = [g.used_core for g in gpus]
     spread_blocked = _same_job_devices(task, node) if rules.podgroup_spread else set()
+    # HAMi's mutex policy (hami-gpu.md §3.3 step 7), which Volcano's own vGPU code does not
+    # read: vcopt places GPU pods as HAMi would, so a device in use is not given to the pod.
+    mutex = task.task.gpu_mutex
     chosen: list[DeviceShare] = []
     score = 0.0
     for request in task.gpu_requests:
@@ -176,6 +179,8 @@ def fit(
             if not _usable(rules, dev.id, dev.type, check_health and not dev.health):
                 continue
             if used_num[i] >= dev.count or i in spread_blocked:
+                continue
+            if mutex and used_num[i] > 0:
                 continue
             if not _fits(memory, cores, dev.memory - used_mem[i], used_core[i], used_num[i]):
                 continue

@@ -11,10 +11,11 @@ tier and an empty intersection passes to the next tier.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from models.cluster import Node
 from models.instance import Instance
 from models.scheduler_conf import PluginOption
 from models.tdm import job_preemptable, node_zone, pod_preemptable, pod_revocable_zone
@@ -22,6 +23,7 @@ from models.workload import DeviceShare, Job
 
 from .api import (
     ALLOCATED_STATUSES,
+    POD_DIM,
     Dims,
     GpuState,
     JobInfo,
@@ -127,6 +129,21 @@ class Plugin:
         return None
 
 
+def _pod_request(dims: Dims, resources: Mapping[str, int]) -> list[int]:
+    """A task's request vector with its ``pods: 1`` slot (``api.GetPodResourceRequest``)."""
+    vector = dims.vector(resources)
+    vector[POD_DIM] = 1
+    return vector
+
+
+def _node_allocatable(dims: Dims, node: Node) -> list[int]:
+    """A node's allocatable vector; ``pods`` is :attr:`Node.pod_capacity`, so an explicit 0
+    (a node declaring no pod slots) fits no pod at all."""
+    vector = dims.vector(node.allocatable)
+    vector[POD_DIM] = node.pod_capacity
+    return vector
+
+
 class Session:
     """Snapshot state plus the registered hooks of the configured plugins."""
 
@@ -180,7 +197,7 @@ class Session:
             info = NodeInfo(
                 name=node.name,
                 node=node,
-                allocatable=d.vector(node.allocatable),
+                allocatable=_node_allocatable(d, node),
                 used=d.zero(),
                 releasing=d.zero(),
                 pipelined=d.zero(),
@@ -221,8 +238,8 @@ class Session:
                 pod=pod,
                 task=task,
                 index=pod.index,
-                resreq=d.vector(task.resources),
-                init_resreq=d.vector(task.init_resources),
+                resreq=_pod_request(d, task.resources),
+                init_resreq=_pod_request(d, task.init_resources),
                 status=Status.RUNNING if running else Status.PENDING,
                 node=pod.node or "",
                 priority=task.priority,

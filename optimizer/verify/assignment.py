@@ -67,6 +67,8 @@ class Unit:
     allowed: frozenset[int]
     """Indexes (in ``node.gpus``) of the devices its filters allow."""
     numa_bind: bool
+    mutex: bool = False
+    """HAMi's mutex policy: only devices carrying nothing yet."""
 
 
 def assignable(devices: Sequence[GpuDevice], usage: list[Usage], units: list[Unit]) -> bool:
@@ -75,7 +77,8 @@ def assignable(devices: Sequence[GpuDevice], usage: list[Usage], units: list[Uni
     Failed states are remembered in a canonical form (devices that look alike to every unit
     are interchangeable), so identical pods and identical devices are not searched twice.
     """
-    units = sorted(units, key=lambda u: (-u.request.nums, -u.request.booked_cores))
+    # Mutex units first: they need unused devices, and any plain unit may follow them there.
+    units = sorted(units, key=lambda u: (not u.mutex, -u.request.nums, -u.request.booked_cores))
     looks = [
         (d.memory, d.cores, d.count, d.numa, tuple(i in u.allowed for u in units))
         for i, d in enumerate(devices)
@@ -96,6 +99,8 @@ def assignable(devices: Sequence[GpuDevice], usage: list[Usage], units: list[Uni
             for i in combo:
                 memory = unit.request.memory_on(devices[i].memory)
                 cores = unit.request.booked_cores
+                if unit.mutex and state[i].slots:
+                    break
                 if not state[i].accepts(devices[i], memory, cores):
                     break
                 after[i] = state[i].plus(devices[i], memory, cores)

@@ -14,6 +14,8 @@ from models.cluster import Node
 from models.gpu import FULL_CORES, GpuDevice, GpuRequest
 from models.vocabulary import (
     DEVICE_CORDON,
+    GPU_SCHEDULER_POLICY,
+    MUTEX_POLICY,
     NUMA_BIND,
 )
 from models.workload import DeviceShare, Task
@@ -147,7 +149,13 @@ def _gpu_open_assignments(ctx: Context) -> Iterator[Violation]:
         usage = [Usage.of(d, [x.share for x in bookings.get((name, d.id), [])]) for d in node.gpus]
         tasks = {pod: ctx.members[pod].task for pod in pods}
         units = [
-            Unit(pod, request, _allowed(tasks[pod], node), tasks[pod].numa_bind)
+            Unit(
+                pod,
+                request,
+                _allowed(tasks[pod], node),
+                tasks[pod].numa_bind,
+                tasks[pod].gpu_mutex,
+            )
             for pod in pods
             for request in tasks[pod].gpu
         ]
@@ -183,7 +191,8 @@ def check_gpu_distinct(ctx: Context) -> Iterator[Violation]:
 def check_gpu_exclusive(ctx: Context) -> Iterator[Violation]:
     """A cores-100 assignment on a 100-core device is alone on it, and a zero-core assignment
     is not on a device whose other assignments use all its cores (§3.4). One violation per
-    device, for devices that receive a new explicit assignment."""
+    device, for devices that receive a new explicit assignment. Then HAMi's mutex policy."""
+    yield from _mutex_breaches(ctx)
     for name, device, booked in _judged_devices(ctx):
         holders = [x.pod for x in booked if is_exclusive(x.share.cores, device)]
         others = [x.pod for x in booked if x.pod not in holders[:1]]
@@ -202,6 +211,25 @@ def check_gpu_exclusive(ctx: Context) -> Iterator[Violation]:
                 (name, device.id, *zero),
                 f"GPU {device.id} on node {name}: pod {zero[0]} books 0 cores beside "
                 f"assignments that use all {device.cores} cores",
+            )
+
+
+def _mutex_breaches(ctx: Context) -> Iterator[Violation]:
+    """HAMi's ``mutex`` GPU policy (hami-gpu.md §3.3 step 7): a pod with it gets only devices
+    unused when it is placed. Plans are unordered, so a new mutex assignment breaks the rule
+    only where no order could satisfy it: on a device a running pod already uses, or beside
+    another new assignment of a mutex pod (a plain pod may come after it)."""
+    for name, device, booked in _judged_devices(ctx):
+        mutex = [x for x in booked if x.new and ctx.members[x.pod].task.gpu_mutex]
+        running = [x.pod for x in booked if not x.new]
+        if mutex and (running or len(mutex) > 1):
+            first = mutex[0].pod
+            others = running or [x.pod for x in mutex[1:]]
+            yield Violation(
+                "gpu-exclusive",
+                (name, device.id, *dict.fromkeys(x.pod for x in booked)),
+                f"GPU {device.id} on node {name}: pod {first} has the {MUTEX_POLICY} GPU policy "
+                f"({GPU_SCHEDULER_POLICY}) but the device is also used by {', '.join(others)}",
             )
 
 

@@ -503,3 +503,44 @@ def test_engine_uses_the_configured_device_policy() -> None:
     assert solved_devices(binpack) == {"default/j-w-0": ["GPU-0"], "default/j-w-1": ["GPU-0"]}
     plain = "[{name: gang}, {name: predicates}]"
     assert solved_devices(plain) == {"default/j-w-0": ["GPU-1"], "default/j-w-1": ["GPU-1"]}
+
+
+# -- HAMi's mutex GPU policy --------------------------------------------------------------
+
+MUTEX = '{hami.io/gpu-scheduler-policy: "mutex"}'
+
+
+def test_mutex_policy_skips_devices_in_use() -> None:
+    """HAMi's ``NvidiaGPUDevices.Fit`` step 7 (hami-gpu.md §3.3), which vcopt applies because
+    it places GPU pods as HAMi would: a pod whose ``hami.io/gpu-scheduler-policy`` contains
+    mutex gets no device with ``Used > 0``. GPU-2 (the default order's first) holds a running
+    share, so the mutex pod gets GPU-1; without the annotation it shares GPU-2."""
+    running = "  - {index: 0, node: n1, gpus: [{id: GPU-2, memory: 1000, cores: 0}]}"
+    ssn = make_session([card(i) for i in range(3)], VGPU_1, running=running, annotations=MUTEX)
+    assert ids(fit(task_of(ssn), node(ssn), "")) == ["GPU-1"]
+    plain = make_session([card(i) for i in range(3)], VGPU_1, running=running)
+    assert ids(fit(task_of(plain), node(plain), "")) == ["GPU-2"]
+
+
+def test_mutex_pods_take_one_device_each() -> None:
+    """Two mutex pods of a gang on two empty cards get one device each; plain pods would both
+    take GPU-1 (the default order's first, which they may share). With three mutex pods the
+    third finds no unused device, so the gang (minAvailable 3) stays pending. Every plan
+    passes the verifier's gpu-exclusive."""
+    from optimizer.verify import verify
+
+    def devices(annotations: str, replicas: int) -> list[str]:
+        ssn = make_session(
+            [card(i) for i in range(2)],
+            '{cpu: "1", nvidia.com/gpu: 1, nvidia.com/gpumem: 1000}',
+            annotations=annotations,
+            replicas=replicas,
+            plugins="[{name: gang}, {name: predicates}]",
+        )
+        plan = solve(ssn.instance, seed=0)
+        assert verify(ssn.instance, plan) == []
+        return sorted(share.id for p in plan.placements for share in p.gpus or ())
+
+    assert devices(MUTEX, 2) == ["GPU-0", "GPU-1"]
+    assert devices("{}", 2) == ["GPU-1", "GPU-1"]
+    assert devices(MUTEX, 3) == []

@@ -617,21 +617,22 @@ def test_overcommit_factor_argument(factor: float, job_name: str, permitted: boo
 
 
 def test_overcommit_pods_and_zero_dimensions() -> None:
-    """§1.3 with the conventions: ``pods`` is a scalar of the cluster total (110 × 1.2 = 132)
-    that no pod request uses, so min pods 132 fits and 133 does not. A zero entry is not a
+    """§1.3 with the conventions: ``pods`` is a scalar of the cluster total (110 × 1.2 = 132),
+    and every pod requests one slot (``api.GetPodResourceRequest``), so the running pod holds
+    one: idle pods 131, min pods 131 fits and 132 does not. A zero entry is not a
     dimension of the job's minimum: with inqueue cpu at 4 + 7 = 11 > 10 idle, min
     {cpu: 0, memory: 1Gi} is still permitted."""
     ssn = open_session(
         _overcommit_jobs(
+            job("p131", minResources={"pods": 131}),
             job("p132", minResources={"pods": 132}),
-            job("p133", minResources={"pods": 133}),
             job("seven", minResources={"cpu": "7"}),
             job("zero", minResources={"cpu": "0", "memory": "1Gi"}),
         ),
         ["overcommit"],
     )
-    assert ssn.job_enqueueable(J(ssn, "p132"))
-    assert not ssn.job_enqueueable(J(ssn, "p133"))
+    assert ssn.job_enqueueable(J(ssn, "p131"))
+    assert not ssn.job_enqueueable(J(ssn, "p132"))
     ssn.job_enqueued(J(ssn, "seven"))
     assert ssn.job_enqueueable(J(ssn, "zero"))
 

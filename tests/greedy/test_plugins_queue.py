@@ -417,12 +417,21 @@ def test_proportion_water_filled_deserved_and_order() -> None:
 
 
 def test_proportion_overused() -> None:
-    """§5.5 Overused: deserved ≤ allocated on every dimension. q2: cpu 4 ≤ 4, memory 0 ≤ 0 →
-    overused; q1 and q3 hold nothing below a positive deserved → not overused."""
+    """§5.5 Overused: deserved ≤ allocated on every dimension, ``pods`` included: every pod
+    requests one slot (``api.GetPodResourceRequest``), so the water-filling also shares the
+    110 pod slots of n1 and clips them to each queue's request. q2: cpu 4 ≤ 4 and memory 0 ≤
+    0, but its deserved pods are its request 10 > the 4 it holds → not overused while it has
+    pending pods. q1 and q3 hold nothing below a positive deserved → not overused. Once all of
+    q2's pods run (cpu 10 ≥ 4, pods 10 ≥ 10) it is overused."""
     ssn = proportion_cluster()
-    assert ssn.overused(queue(ssn, "q2"))
+    plugin = proportion(ssn)
+    assert plugin.attrs["q2"].deserved.get("pods") == 10
+    assert not ssn.overused(queue(ssn, "q2"))
     assert not ssn.overused(queue(ssn, "q1"))
     assert not ssn.overused(queue(ssn, "q3"))
+    for index in range(4, 10):
+        ssn.allocate(task(ssn, "j2", index), ssn.nodes["n1"], None)
+    assert ssn.overused(queue(ssn, "q2"))
 
 
 def test_proportion_allocatable_against_deserved() -> None:

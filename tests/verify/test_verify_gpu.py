@@ -451,3 +451,69 @@ def test_open_placements_fit_iff_some_explicit_assignment_is_valid(
     open_plan = Plan(placements=tuple(Placement(key, "n") for key in keys))
     open_rules = [v.rule for v in verify(instance, open_plan) if v.rule in _GPU_RULES]
     assert open_rules == ([] if fits else ["gpu-capacity"])
+
+
+# -- HAMi's mutex GPU policy (part of gpu-exclusive) ----------------------------------------------
+
+
+def _mutex(doc: Doc) -> None:
+    """shared pods carry ``hami.io/gpu-scheduler-policy: mutex``."""
+    task(doc, "shared")["annotations"] = {"hami.io/gpu-scheduler-policy": "mutex"}
+
+
+def test_gpu_exclusive_mutex_pods_do_not_share_a_device() -> None:
+    """``NvidiaGPUDevices.Fit`` step 7 (hami-gpu.md §3.3): a pod whose GPU policy contains
+    mutex skips every device with ``Used > 0``. Two mutex pods of 10000 MiB / 30 cores on
+    GPU-1a (20000 MiB, 60 cores, 2 slots: within every capacity) — in either order the second
+    finds the device used."""
+    found = violations(
+        build(_mutex), place("shared-w-0", "n1", SHARE), place("shared-w-1", "n1", SHARE)
+    )
+    assert [v.rule for v in found] == ["gpu-exclusive"]
+    assert "mutex GPU policy" in found[0].message
+
+
+def test_gpu_exclusive_mutex_pod_may_be_followed_by_a_plain_pod() -> None:
+    """The mutex test is the placed pod's own: a plain pod placed after it may share its
+    device. A mutex pod and a plain pod on GPU-1a (whole books the other GPU of n1) → some
+    order keeps every rule → no violation; and a mutex pod on distinct devices is fine."""
+
+    def edit(doc: Doc) -> None:
+        _mutex(doc)
+        doc["jobs"].append(
+            {
+                "name": "plain",
+                "queue": "team-a",
+                "tasks": [
+                    {
+                        "name": "w",
+                        "replicas": 1,
+                        "resources": {
+                            "cpu": "1",
+                            "memory": "1Gi",
+                            "nvidia.com/gpu": 1,
+                            "nvidia.com/gpumem": 10000,
+                            "nvidia.com/gpucores": 30,
+                        },
+                    }
+                ],
+            }
+        )
+
+    assert (
+        rules(build(edit), place("shared-w-0", "n1", SHARE), place("plain-w-0", "n1", SHARE)) == []
+    )
+    assert rules(build(_mutex), place("shared-w-0", "n1", SHARE), place("shared-w-1", "n2")) == []
+
+
+def test_gpu_exclusive_open_mutex_placements_need_unused_devices() -> None:
+    """Open placements (no ``gpus``): the exact search gives mutex containers only unused
+    devices. Three mutex pods on n1 (two GPUs) cannot all get one; two can."""
+
+    def edit(doc: Doc) -> None:
+        _mutex(doc)
+        task(doc, "shared")["replicas"] = 3
+
+    three = [place(f"shared-w-{i}", "n1") for i in range(3)]
+    assert rules(build(edit), *three) == ["gpu-capacity"]
+    assert rules(build(edit), *three[:2]) == []

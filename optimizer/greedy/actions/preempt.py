@@ -47,9 +47,9 @@ def execute(ssn: Session) -> None:
         starving.setdefault(queue.uid, []).append(job)
         tasks[job.uid] = pending_tasks(ssn, job)
     while not queues.empty():
+        # Unlike allocate and reclaim, preempt never asks Overused: every queue with starving
+        # jobs runs both phases (``preempt.go:Execute``).
         queue = queues.pop()
-        if ssn.overused(queue):
-            continue
         heap = preemptors.get(queue.uid)
         while heap is not None and not heap.empty():
             _between_jobs(ssn, heap, heap.pop(), tasks)

@@ -12,30 +12,18 @@ and the hooks.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from models.queues import ROOT, capacity_flat, capacity_hierarchical
+from models.scheduler_conf import reclaim_level
 
-from ..api import JobInfo, QueueInfo, TaskInfo, vadd, vle, vsub
+from ..api import POD_DIM, JobInfo, QueueInfo, TaskInfo, vadd, vle, vsub
 from ..session import PERMIT, REJECT, Event, EventHandler, Plugin, Session
 from .queue_usage import QueueState, exceeding_dims, fits_quota_vector, job_min_request, queue_usage
 
-RECLAIM_LEVEL = "ancestorReclaimLevel"
-
-
-def reclaim_level(arguments: Mapping[str, object]) -> int:
-    """``parseArguments``: an integer ``ancestorReclaimLevel``, default 0, a negative value
-    falling back to 0. Like Volcano's ``Arguments.GetInt``, a value that is not an integer is
-    ignored."""
-    raw = arguments.get(RECLAIM_LEVEL, 0)
-    if isinstance(raw, bool) or not isinstance(raw, int):
-        return 0
-    return max(raw, 0)
-
 
 def _overlap(a: list[int], b: list[int]) -> bool:
-    """Some dimension is positive in both (``pods`` is not in the vectors)."""
-    return any(x > 0 and y > 0 for x, y in zip(a, b, strict=True))
+    """Some dimension other than ``pods`` is positive in both (``shouldSkipReclaimee`` and
+    ``isImmediateVictim`` ignore the slot every request carries)."""
+    return any(x > 0 and y > 0 for i, (x, y) in enumerate(zip(a, b, strict=True)) if i != POD_DIM)
 
 
 def _partly_within(used: list[int], limit: list[int], request: list[int]) -> bool:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from models.resources import PODS
 from models.workload import INQUEUE, RUNNING
 
 from ..api import ALLOCATED_STATUSES, JobInfo, vadd
@@ -50,13 +49,10 @@ def inflated_idle(ssn: Session, factor: float) -> dict[str, float]:
     used = ssn.dims.zero()
     for node in ssn.node_list:
         used = vadd(used, node.used)
-    idle = {
+    return {
         name: total * factor - taken
         for name, total, taken in zip(ssn.dims.names, ssn.total_resource, used, strict=True)
     }
-    # ``pods`` is a scalar of the cluster total but no pod requests it, so none is used.
-    idle[PODS] = factor * sum(node.node.allocatable.get(PODS, 0) for node in ssn.node_list)
-    return idle
 
 
 def inqueue_at_open(ssn: Session) -> dict[str, int]:

@@ -24,7 +24,9 @@ class ProportionPlugin(Plugin):
         self.ssn = ssn
         self.attrs: dict[str, QueueState] = queue_usage(ssn)
         tree = ssn.queue_tree
-        total = ssn.instance.total_allocatable
+        # ``ssn.TotalResource`` with every node's ``pods`` slots, which the water-filling
+        # shares out like any other scalar (tasks request one each).
+        total = ssn.dims.resources(ssn.total_resource)
         flat = capacity_flat(tree, total, self.attrs)
         queues = [tree.queue(name) for name in tree.names if name in self.attrs]
         deserved = proportion_deserved(
@@ -72,17 +74,15 @@ class ProportionPlugin(Plugin):
         return not state.deserved_outside and vle(state.deserved_v, state.allocated)
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        """``allocated + Resreq ≤ deserved`` on the task's dimensions, strictly, a resource
-        missing from deserved counting as 0 (§9.10), and only in an Open queue.
-
-        The Open check is not in spec §5.5; it is in Volcano's AllocatableFn for proportion
-        (the shared ``queueAllocatable`` used by Preemptive does not have it).
-        """
+        """``queueAllocatable``: ``allocated + Resreq ≤ deserved`` on the task's dimensions,
+        strictly, a resource missing from deserved counting as 0 (§9.10), and only in an Open
+        queue (the Open check is not in spec §5.5)."""
         return queue.open and self._within_deserved(queue, task)
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        """Reclaim's gate: the same deserved check as allocatable, without the state check."""
-        return self._within_deserved(queue, task)
+        """Reclaim's gate: Volcano registers the same ``queueAllocatable`` for Preemptive as for
+        Allocatable, so a queue that is not Open never reclaims."""
+        return self.allocatable(queue, task)
 
     def job_enqueueable(self, job: JobInfo) -> int:
         """Permit a job without minResources; otherwise minReq + allocated + inqueue − elastic

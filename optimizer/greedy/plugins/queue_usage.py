@@ -13,7 +13,7 @@ from models.queues import share
 from models.resources import CPU, EMPTY, MEMORY, PODS, Resources, format_amount
 from models.workload import INQUEUE, RUNNING
 
-from ..api import ALLOCATED_STATUSES, Dims, JobInfo, Status, vadd
+from ..api import ALLOCATED_STATUSES, POD_DIM, Dims, JobInfo, Status, vadd
 from ..session import Session
 
 
@@ -143,11 +143,16 @@ def exceeding_dims(
     and ``used`` passes ``limit``: the parts of a pending reason."""
     return [
         f"{name} {format_amount(name, u)} > {label} {format_amount(name, c)}"
-        for name, r, u, c in zip(dims.names, request, used, limit, strict=True)
-        if r > 0 and u > c
+        for i, (name, r, u, c) in enumerate(zip(dims.names, request, used, limit, strict=True))
+        if r > 0 and u > c and i != POD_DIM
     ]
 
 
 def fits_quota_vector(used: list[int], request: list[int], limit: list[int]) -> bool:
-    """``LessEqualWithDimensionAndResourcesName(used, limit, request)`` on vectors."""
-    return all(u <= c for r, u, c in zip(request, used, limit, strict=True) if r > 0)
+    """``LessEqualWithDimensionAndResourcesName(used, limit, request)`` on vectors; like
+    Volcano's it ignores the ``pods`` slot every request carries."""
+    return all(
+        u <= c
+        for i, (r, u, c) in enumerate(zip(request, used, limit, strict=True))
+        if r > 0 and i != POD_DIM
+    )
