@@ -12,8 +12,12 @@ def check_gang(ctx: Context) -> Iterator[Violation]:
     minTaskMember (not checked when minAvailable < Σ minTaskMember, as Volcano does).
 
     Ready = bound after the plan, plus pending BestEffort pods, which gang counts as ready
-    (volcano-scheduler.md §3, §9 item 17).
+    (volcano-scheduler.md §3, §9 item 17). Without the ``gang`` plugin no plugin registers
+    JobReady, whose default is true (``session_plugins.go:JobReady``): Volcano then commits a
+    partial gang, and so may a plan.
     """
+    if not ctx.instance.scheduler.has("gang"):
+        return
     piped = {q.pod for q in ctx.plan.pipelined}
     for job in ctx.placed_jobs:
         ready = [

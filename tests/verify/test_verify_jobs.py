@@ -23,6 +23,18 @@ def test_gang() -> None:
     assert [v.message for v in found] == ["job default/pair: 1 pods ready < minAvailable 2"]
 
 
+def test_no_gang_rule_without_the_gang_plugin() -> None:
+    """Without ``gang`` no plugin registers JobReady, whose default is true
+    (``framework/session_plugins.go:JobReady``), so Volcano commits part of a gang: one pod of
+    pair is no violation."""
+
+    def without_gang(doc: Doc) -> None:
+        for tier in doc["scheduler"]["tiers"]:
+            tier["plugins"] = [p for p in tier["plugins"] if p["name"] != "gang"]
+
+    assert rules(build(without_gang), place("pair-w-0", "n1")) == []
+
+
 def _roles(min_available: int) -> Callable[[Doc], None]:
     def edit(doc: Doc) -> None:
         doc["jobs"].append(
