@@ -6,25 +6,39 @@ from collections.abc import Iterator
 
 from .context import Context, Violation
 
+_UNGUARDED = {"preempt": "Preemptable", "reclaim": "Reclaimable"}
+"""Eviction reason → the gang hook that would have protected the victim's gang."""
+
 
 def check_gang(ctx: Context) -> Iterator[Violation]:
     """A job the plan places pods of has ≥ minAvailable ready pods, and per role ≥ its
     minTaskMember (not checked when minAvailable < Σ minTaskMember, as Volcano does).
 
     Ready = bound after the plan, plus pending BestEffort pods, which gang counts as ready
-    (volcano-scheduler.md §3, §9 item 17). Without the ``gang`` plugin no plugin registers
-    JobReady, whose default is true (``session_plugins.go:JobReady``): Volcano then commits a
-    partial gang, and so may a plan.
+    (volcano-scheduler.md §3, §9 item 17), plus pipelined pods: Volcano commits a statement
+    once the job is pipelined (``gang.go:jobPipelinedFn``, waiting + ready ≥ minAvailable).
+    A victim counts as kept when gang's own eviction hook for its action is off
+    (``enablePreemptable`` / ``enableReclaimable: false``): nothing then keeps the victim's
+    gang whole, in Volcano either. Without the ``gang`` plugin no plugin registers JobReady,
+    whose default is true (``session_plugins.go:JobReady``): Volcano commits a partial gang.
     """
-    if not ctx.instance.scheduler.has("gang"):
+    gang = ctx.instance.scheduler.plugin("gang")
+    if gang is None:
         return
     piped = {q.pod for q in ctx.plan.pipelined}
+    unguarded = {
+        e.pod
+        for e in ctx.plan.evictions
+        if e.reason in _UNGUARDED and not gang.enabled(_UNGUARDED[e.reason])
+    }
     for job in ctx.placed_jobs:
         ready = [
             ctx.members[p.key].task
             for p in job.pods
             if p.key in ctx.bound
-            or (not p.running and ctx.members[p.key].task.best_effort and p.key not in piped)
+            or p.key in piped
+            or p.key in unguarded
+            or (not p.running and ctx.members[p.key].task.best_effort)
         ]
         if len(ready) < job.min_available:
             yield Violation(

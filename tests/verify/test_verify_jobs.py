@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from verify_kit import (
     Doc,
     build,
@@ -13,6 +14,8 @@ from verify_kit import (
     rules,
     violations,
 )
+
+from optimizer.plan import Pipelined
 
 # -- gang, topology -----------------------------------------------------------------------------
 
@@ -33,6 +36,44 @@ def test_no_gang_rule_without_the_gang_plugin() -> None:
             tier["plugins"] = [p for p in tier["plugins"] if p["name"] != "gang"]
 
     assert rules(build(without_gang), place("pair-w-0", "n1")) == []
+
+
+def test_gang_counts_pipelined_pods() -> None:
+    """pair has one pod placed and the other pipelined: Volcano commits once the job is
+    pipelined (gang.go:jobPipelinedFn, waiting + ready ≥ minAvailable), so no violation."""
+    piped = (Pipelined("default/pair-w-1", "n1"),)
+    assert rules(build(), place("pair-w-0", "n1"), pipelined=piped) == []
+
+
+def _growing_batch(preemptable: bool) -> Callable[[Doc], None]:
+    """batch asks for a fourth pod and minAvailable 4; gang's Preemptable hook on or off."""
+
+    def edit(doc: Doc) -> None:
+        batch = find(doc, "jobs", "batch")
+        batch["minAvailable"] = 4
+        batch["tasks"][0]["replicas"] = 4
+        doc["scheduler"]["actions"] = "enqueue, allocate, preempt"
+        for tier in doc["scheduler"]["tiers"]:
+            for plugin in tier["plugins"]:
+                if plugin["name"] == "gang":
+                    plugin["enablePreemptable"] = preemptable
+
+    return edit
+
+
+@pytest.mark.parametrize(("preemptable", "broken"), [(True, True), (False, False)])
+def test_gang_victims_count_as_kept_only_when_gang_does_not_guard_them(
+    preemptable: bool, broken: bool
+) -> None:
+    """batch places its fourth pod and loses one running pod to preemption: 3 ready < 4. With
+    gang's Preemptable hook on that breaks the gang; with it off nothing guards the victim's
+    gang (in Volcano either), so the gang rule counts the victim as kept."""
+    found = rules(
+        build(_growing_batch(preemptable)),
+        place("batch-w-3", "n1"),
+        evictions=(evict("batch-w-0", "n2", "preempt"),),
+    )
+    assert ("gang" in found) is broken
 
 
 def _roles(min_available: int) -> Callable[[Doc], None]:
