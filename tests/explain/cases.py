@@ -44,15 +44,21 @@ hypernodes:
 """
 
 
-def running(name: str, node: str, gpus: int, *, queue: str = "default", extra: str = "") -> str:
-    """A one-pod job running on ``node`` with its first ``gpus`` whole devices."""
+def running(
+    name: str, node: str, gpus: int, *, queue: str = "default", preemptable: bool = False
+) -> str:
+    """A one-pod job running on ``node`` with its first ``gpus`` whole devices; its pod is a
+    possible victim only when ``preemptable``."""
     devices = ", ".join(f"{{id: GPU-{node}-{i}, memory: 81920, cores: 100}}" for i in range(gpus))
+    flag = "true" if preemptable else "false"
     return f"""\
 - name: {name}
   queue: {queue}
-  {extra}
   tasks:
-  - {{name: w, replicas: 1, resources: {{cpu: "1", memory: 1Gi, nvidia.com/gpu: {gpus}}}}}
+  - name: w
+    replicas: 1
+    resources: {{cpu: "1", memory: 1Gi, nvidia.com/gpu: {gpus}}}
+    annotations: {{volcano.sh/preemptable: "{flag}"}}
   running:
   - {{index: 0, node: {node}, gpus: [{devices}]}}
 """

@@ -1,0 +1,209 @@
+"""``vcopt explain``: why a job the plan leaves pending is pending, and what would let it start.
+
+The answer has four parts, in the order people read them: the dominant reason in plain words;
+the blocking rules (a minimal set the solver proves keeps the job out, ``search.py``); for
+each, the smallest change that lets the job fit, with its amount (``remedies.py``); and what
+that change costs others, found by applying it and solving again with the same engine — which
+also checks that the change really admits the job (the round trip).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from models.instance import Instance
+from models.workload import Job
+
+from ..options import SolveOptions
+from ..plan import ADMITTED, PENDING, RUNNING, Plan
+from . import search
+from .model import ExplainModel
+from .remedies import Change, Variant, changes, compose
+from .target import find_job
+from .words import describe
+
+RESOLVE_SECONDS = 10.0
+
+
+@dataclass
+class Blocker:
+    kind: str
+    rule: str
+    text: str
+    alone: list[Change] = field(default_factory=list)
+    """The smallest change that lifts this rule and no other blocking one (empty: none does)."""
+
+
+@dataclass
+class Explanation:
+    job: str
+    engine: str
+    status: str
+    position: int | None
+    plan_reason: str
+    dominant: str
+    blockers: list[Blocker] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
+    """The smallest change overall: every rule it lifts, with its amount."""
+    costs: list[str] = field(default_factory=list)
+    admitted_after: bool | None = None
+    """Whether solving again with ``changes`` applied admits the job (None: not checked)."""
+
+    @property
+    def variant(self) -> Variant | None:
+        return compose(self.changes) if self.changes else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job": self.job,
+            "engine": self.engine,
+            "status": self.status,
+            "queuePosition": self.position,
+            "planReason": self.plan_reason,
+            "dominantReason": self.dominant,
+            "blockers": [
+                {"rule": b.rule, "kind": b.kind, "reason": b.text, "alone": [c.text for c in b.alone]}
+                for b in self.blockers
+            ],
+            "changes": [{"rule": c.rule, "kind": c.kind, "change": c.text} for c in self.changes],
+            "costs": list(self.costs),
+            "admittedAfterChange": self.admitted_after,
+        }
+
+    def to_text(self) -> str:
+        lines = [f"{self.job} is {self.status} in the {self.engine} plan"]
+        if self.position is not None:
+            lines[0] += f" (position {self.position} in its queue)"
+        lines.append(f"Why: {self.dominant}")
+        if self.blockers:
+            lines.append("Blocking rules (together they keep it out):")
+            for b in self.blockers:
+                lines.append(f"  - [{b.kind}] {b.text}")
+                for c in b.alone:
+                    lines.append(f"      fits {c.text}")
+        if self.changes:
+            lines.append("Smallest change that lets it start:")
+            lines.extend(f"  - {c.text}" for c in self.changes)
+        if self.admitted_after is not None:
+            verdict = "admits it" if self.admitted_after else "still does not admit it"
+            lines.append(f"Solving again with the change applied {verdict}.")
+        if self.costs:
+            lines.append("What the change costs others:")
+            lines.extend(f"  - {c}" for c in self.costs)
+        elif self.admitted_after:
+            lines.append("What the change costs others: nothing (no other job loses its place).")
+        return "\n".join(lines) + "\n"
+
+
+def _static_reason(instance: Instance, job: Job) -> str | None:
+    """Reasons no rule of the model can lift: the job asks for something no node has."""
+    offered = {r for n in instance.nodes for r, v in n.allocatable.items() if v > 0}
+    for task in job.tasks:
+        for name, amount in task.resources.items():
+            if amount > 0 and name not in offered:
+                return f"no node offers {name}, which task {task.name} asks for"
+        for request in task.gpu:
+            devices = [d for n in instance.nodes for d in n.gpus]
+            if devices and all(
+                request.memory_on(d.memory) > d.memory or request.booked_cores > d.cores
+                for d in devices
+            ):
+                return (
+                    f"task {task.name} asks per GPU for more memory or cores than any GPU has "
+                    f"(largest: {max(d.memory for d in devices)} MiB)"
+                )
+    queue = instance.queue_tree.queue(job.queue) if job.queue in instance.queue_tree else None
+    if queue is not None and not queue.is_open:
+        return f"queue {job.queue} is not Open"
+    return None
+
+
+def _costs(
+    instance: Instance, before: Plan, after: Plan, job: str, found: list[Change]
+) -> list[str]:
+    """Jobs that lose by the change: those it stops, and those the new plan keeps out."""
+    out = [f"job {c.rule.split(':', 1)[1]} stays pending" for c in found if c.rule.startswith("planned:")]
+    out += [f"job {c.rule.split(':', 1)[1]}: {c.text.split(' (')[0].removeprefix('if ')}" for c in found if c.rule.startswith("evict:")]
+    old = {d.job: d.status for d in before.jobs}
+    new = {d.job: d.status for d in after.jobs}
+    for key, status in old.items():
+        if key == job or f"job {key} " in " ".join(out):
+            continue
+        if status in (ADMITTED, RUNNING) and new.get(key) == PENDING:
+            out.append(f"job {key} would stay pending")
+    evicted_before = {e.pod for e in before.evictions}
+    lost: dict[str, int] = {}
+    for e in after.evictions:
+        if e.pod not in evicted_before:
+            pod = instance.pod_by_key.get(e.pod)
+            if pod is not None and pod.job != job:
+                lost[pod.job] = lost.get(pod.job, 0) + 1
+    out += [f"job {j}: {n} pod(s) evicted by the new plan" for j, n in sorted(lost.items())]
+    return out
+
+
+def _admitted(plan: Plan, job: str, was: str) -> bool:
+    decision = plan.job(job)
+    if decision is None:
+        return False
+    if was == RUNNING:
+        return decision.status in (ADMITTED, RUNNING) and not decision.reason
+    return decision.status in (ADMITTED, RUNNING)
+
+
+def explain(
+    instance: Instance,
+    job: str,
+    engine: str = "cpsat",
+    *,
+    plan: Plan | None = None,
+    options: SolveOptions | None = None,
+    check: bool = True,
+) -> Explanation:
+    """Why ``job`` (``namespace/name`` or a unique name) is pending in ``engine``'s plan of
+    ``instance`` (solved here unless ``plan`` is given), and what would let it start."""
+    from ..solve import solve
+
+    from .position import queue_positions
+
+    target = find_job(instance, job)
+    options = options or SolveOptions(time_limit=RESOLVE_SECONDS, quiet=True)
+    plan = plan or solve(instance, engine, options)
+    decision = plan.job(target.key)
+    status = decision.status if decision is not None else PENDING
+    reason = decision.reason if decision is not None else ""
+    position = queue_positions(instance).get(target.key)
+    out = Explanation(target.key, engine, status, position, reason, "")
+    if status == ADMITTED or (status == RUNNING and not reason):
+        out.dominant = "it is not pending: the plan starts it"
+        return out
+    static = _static_reason(instance, target)
+    em = ExplainModel(instance, plan, [target])
+    if search.fits(em):
+        out.dominant = (
+            "it fits in the room the plan leaves; the plan kept it out for the order or the "
+            f"objective it follows ({reason or 'no reason given'})"
+        )
+        return out
+    core = search.blocking_core(em)
+    best = search.correction(em)
+    out.blockers = [Blocker(r.kind, r.key, describe(em, r)) for r in core]
+    if best is None:
+        out.dominant = static or "no change vcopt can model lets it fit"
+        return out
+    out.changes = changes(em, best)
+    lifted = {r.rule.key for r in best.relaxed}
+    first = next((r for r in core if r.key in lifted), core[0] if core else None)
+    out.dominant = static or (describe(em, first) if first is not None else "")
+    keys = [r.key for r in core]
+    for blocker in out.blockers:
+        alone = search.correction(em, keep=[k for k in keys if k != blocker.rule], lift=[blocker.rule])
+        blocker.alone = changes(em, alone) if alone is not None else []
+    variant = out.variant
+    if check and variant is not None:
+        changed = variant(instance)
+        after = solve(changed, engine, options)
+        out.admitted_after = _admitted(after, target.key, status)
+        out.costs = _costs(instance, plan, after, target.key, out.changes)
+    return out

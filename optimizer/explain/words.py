@@ -1,0 +1,73 @@
+"""Blocking rules in plain words: what holds the job back, with the numbers that show it."""
+
+from __future__ import annotations
+
+from models.resources import format_amount
+
+from ..cpsat.units import MIB, MIB_RESOURCES
+from . import rules as kinds
+from .model import ExplainModel, Target
+from .rules import Rule
+
+
+def _amount(name: str, amount: int) -> str:
+    return format_amount(name, amount * MIB if name in MIB_RESOURCES else amount)
+
+
+def _asks(target: Target, name: str) -> int:
+    from .leftover import request_of
+
+    return sum(request_of(target.job.task(t)).get(name, 0) * n for t, n in target.pending.items())
+
+
+def _pods(target: Target) -> str:
+    return f"{target.need} pod(s)"
+
+
+def describe(em: ExplainModel, rule: Rule) -> str:
+    """Why ``rule`` blocks, in one sentence."""
+    facts = rule.facts
+    target = next((t for t in em.targets if t.job.key == rule.job), em.targets[0])
+    kind = rule.kind
+    if kind == kinds.QUEUE:
+        name = str(facts["resource"])
+        queue, limit, used = facts["checks"][0]
+        return (
+            f"queue {queue} already holds {_amount(name, used)} of its {_amount(name, limit)} "
+            f"{name} limit, and the job asks for {_amount(name, _asks(target, name))} more"
+        )
+    if kind == kinds.TOPOLOGY:
+        return (
+            f"no HyperNode of tier ≤ {facts['limit']} (its hard network topology limit) has room "
+            f"for its {_pods(target)}"
+        )
+    if kind == kinds.TDM_WINDOW:
+        zone = facts["zone"]
+        tdm = em.instance.tdm
+        window = tdm.zones.get(str(zone)) if tdm is not None else None
+        shown = f"window {window.text}" if window else "no window configured"
+        return f"revocable zone {zone} is closed now ({shown}), and its nodes are where room is"
+    if kind == kinds.TDM_REVOCABLE:
+        return (
+            f"the nodes with room are revocable, and task {facts['task']}'s pods lack "
+            'volcano.sh/revocable-zone: "*"'
+        )
+    if kind == kinds.SELECTOR:
+        task = target.job.task(str(facts["task"]))
+        sel = ", ".join(f"{k}={v}" for k, v in task.node_selector.items())
+        what = f"nodeSelector {sel}" if sel else "required node affinity"
+        return f"task {task.name}'s {what} matches none of the nodes with room"
+    if kind == kinds.TAINT:
+        key, value, effect = facts["taint"]  # type: ignore[misc]
+        shown = f"{key}={value}:{effect}" if value else f"{key}:{effect}"
+        return f"the nodes with room carry taint {shown}, which task {facts['task']} does not tolerate"
+    if kind == kinds.GPU_FILTER:
+        return f"task {facts['task']}'s GPU type/UUID filter excludes every GPU with room"
+    if kind == kinds.EVICT:
+        return f"running pods of job {rule.job} hold the room it needs"
+    if kind == kinds.PLACED:
+        return f"the plan gives the room it needs to job {rule.job}"
+    requests = "; ".join(
+        f"{n} × {target.job.task(t).resources.format()}" for t, n in sorted(target.pending.items())
+    )
+    return f"no node has room left for its {_pods(target)} ({requests})"
