@@ -12,6 +12,7 @@ from models.instance import Instance
 
 from .budget import Budget
 from .cpsat.engine import solve as solve_cpsat
+from .explain.annotate import REASON_SECONDS, annotate
 from .greedy.engine import solve as solve_greedy
 from .metrics import evaluate
 from .options import SolveOptions
@@ -23,6 +24,13 @@ ENGINES = ("cpsat", "greedy")
 
 def with_metrics(instance: Instance, plan: Plan) -> Plan:
     return plan.replace(metrics=evaluate(instance, plan).as_dict())
+
+
+def annotated(instance: Instance, plan: Plan, budget: Budget | None = None) -> Plan:
+    """The plan with queue positions and, for CP-SAT plans, each pending job's dominant
+    reason (within what is left of the time limit, at most a few seconds)."""
+    seconds = min(REASON_SECONDS, budget.remaining()) if budget is not None else 0.0
+    return annotate(instance, plan, reasons=budget is not None, seconds=seconds)
 
 
 def solve(
@@ -40,10 +48,10 @@ def solve(
     progress.phase("greedy")
     greedy = solve_greedy(instance, options.seed)
     if engine == "greedy":
-        return with_metrics(instance, greedy)
+        return with_metrics(instance, annotated(instance, greedy))
     plan = solve_cpsat(instance, options, greedy, budget=budget, progress=progress)
     progress.phase("metrics")
-    return with_metrics(instance, plan)
+    return with_metrics(instance, annotated(instance, plan, budget))
 
 
 def solve_both(
@@ -57,4 +65,7 @@ def solve_both(
     greedy = solve_greedy(instance, options.seed)
     cpsat = solve_cpsat(instance, options, greedy, budget=budget, progress=progress)
     progress.phase("metrics")
-    return with_metrics(instance, greedy), with_metrics(instance, cpsat)
+    return (
+        with_metrics(instance, annotated(instance, greedy)),
+        with_metrics(instance, annotated(instance, cpsat, budget)),
+    )

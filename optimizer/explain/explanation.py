@@ -31,8 +31,14 @@ class Blocker:
     kind: str
     rule: str
     text: str
-    alone: list[Change] = field(default_factory=list)
-    """The smallest change that lifts this rule and no other blocking one (empty: none does)."""
+    changes: list[Change] = field(default_factory=list)
+    """The smallest change of this rule (with its amount) in a change that lets the job fit."""
+    enough: bool = False
+    """Whether changing this rule alone lets the job fit."""
+    proven: bool = True
+    """In the minimal set the solver proves blocks the job; False for a rule that only the
+    smallest change shows must change too (another set blocks the job once the first is
+    lifted)."""
 
 
 @dataclass
@@ -63,7 +69,14 @@ class Explanation:
             "planReason": self.plan_reason,
             "dominantReason": self.dominant,
             "blockers": [
-                {"rule": b.rule, "kind": b.kind, "reason": b.text, "alone": [c.text for c in b.alone]}
+                {
+                    "rule": b.rule,
+                    "kind": b.kind,
+                    "reason": b.text,
+                    "change": [c.text for c in b.changes],
+                    "enoughAlone": b.enough,
+                    "inMinimalCore": b.proven,
+                }
                 for b in self.blockers
             ],
             "changes": [{"rule": c.rule, "kind": c.kind, "change": c.text} for c in self.changes],
@@ -77,11 +90,11 @@ class Explanation:
             lines[0] += f" (position {self.position} in its queue)"
         lines.append(f"Why: {self.dominant}")
         if self.blockers:
-            lines.append("Blocking rules (together they keep it out):")
+            lines.append("Blocking rules:")
             for b in self.blockers:
                 lines.append(f"  - [{b.kind}] {b.text}")
-                for c in b.alone:
-                    lines.append(f"      fits {c.text}")
+                alone = "enough alone" if b.enough else "with the other changes"
+                lines.extend(f"      change: {c.text} ({alone})" for c in b.changes)
         if self.changes:
             lines.append("Smallest change that lets it start:")
             lines.extend(f"  - {c.text}" for c in self.changes)
@@ -123,12 +136,25 @@ def _costs(
     instance: Instance, before: Plan, after: Plan, job: str, found: list[Change]
 ) -> list[str]:
     """Jobs that lose by the change: those it stops, and those the new plan keeps out."""
-    out = [f"job {c.rule.split(':', 1)[1]} stays pending" for c in found if c.rule.startswith("planned:")]
-    out += [f"job {c.rule.split(':', 1)[1]}: {c.text.split(' (')[0].removeprefix('if ')}" for c in found if c.rule.startswith("evict:")]
+    out = [
+        f"job {c.rule.split(':', 1)[1]} stays pending"
+        for c in found
+        if c.rule.startswith("planned:")
+    ]
+    for c in found:
+        if c.rule.startswith("evict:"):
+            victim = instance.job_by_key[c.rule.split(":", 1)[1]]
+            lost = c.text.split(" (")[0].removeprefix("if ").split(" ")[0]
+            left = sum(1 for p in victim.pods if p.running) - int(lost)
+            stops = (
+                " (below its minAvailable: the job stops)" if left < victim.min_available else ""
+            )
+            out.append(f"job {victim.key}: {lost} pod(s) evicted{stops}")
     old = {d.job: d.status for d in before.jobs}
     new = {d.job: d.status for d in after.jobs}
+    named = {c.rule.split(":", 1)[1] for c in found if c.rule.startswith(("evict:", "planned:"))}
     for key, status in old.items():
-        if key == job or f"job {key} " in " ".join(out):
+        if key == job or key in named:
             continue
         if status in (ADMITTED, RUNNING) and new.get(key) == PENDING:
             out.append(f"job {key} would stay pending")
@@ -164,7 +190,6 @@ def explain(
     """Why ``job`` (``namespace/name`` or a unique name) is pending in ``engine``'s plan of
     ``instance`` (solved here unless ``plan`` is given), and what would let it start."""
     from ..solve import solve
-
     from .position import queue_positions
 
     target = find_job(instance, job)
@@ -198,8 +223,16 @@ def explain(
     out.dominant = static or (describe(em, first) if first is not None else "")
     keys = [r.key for r in core]
     for blocker in out.blockers:
-        alone = search.correction(em, keep=[k for k in keys if k != blocker.rule], lift=[blocker.rule])
-        blocker.alone = changes(em, alone) if alone is not None else []
+        alone = search.correction(
+            em, keep=[k for k in keys if k != blocker.rule], lift=[blocker.rule]
+        )
+        if alone is not None:
+            blocker.changes = [c for c in changes(em, alone) if c.rule == blocker.rule]
+            blocker.enough = {r.rule.key for r in alone.relaxed} == {blocker.rule}
+    extra = [r.rule for r in best.relaxed if r.rule.key not in keys]
+    for rule in extra:
+        mine = [c for c in out.changes if c.rule == rule.key]
+        out.blockers.append(Blocker(rule.kind, rule.key, describe(em, rule), mine, False, False))
     variant = out.variant
     if check and variant is not None:
         changed = variant(instance)

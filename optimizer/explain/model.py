@@ -107,6 +107,9 @@ class ExplainModel:
         self.domains, self.tier = self._domains()
         self.places = self._real_places()
         self.new_places: list[Place] = []
+        self.tiebreak: list[cp_model.LinearExprT] = []
+        """Small costs: a first new node in a HyperNode leaf (more for later leaves), so that
+        added nodes gather in as few leaves as the rules allow, the first leaves first."""
         if new_nodes:
             self._new_places(like)
         self.released: dict[int, list[tuple[Holder, list[cp_model.IntVar]]]] = {}
@@ -217,6 +220,8 @@ class ExplainModel:
                 )
                 if previous is not None:
                     self.model.add(place.opened <= previous)
+                else:
+                    self.tiebreak.append((1 + len(self.tiebreak)) * place.opened)
                 previous = place.opened
                 opened_all.append(place.opened)
                 self.model.add(place.opened == 0).only_enforce_if(nodes_rule.keep)

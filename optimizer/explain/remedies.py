@@ -18,7 +18,7 @@ from models.vocabulary import NOUSE_GPU_TYPE, USE_GPU_TYPE
 from models.workload import Toleration
 
 from .. import whatif
-from ..cpsat.units import MIB_RESOURCES, MIB
+from ..cpsat.units import MIB, MIB_RESOURCES
 from . import rules as kinds
 from .model import ExplainModel
 from .search import Correction, Relaxed
@@ -94,7 +94,10 @@ def _topology(em: ExplainModel, relaxed: Relaxed, solver: object) -> Change:
     if chosen == em.instance.topology.TOP:
         text = f"job {job}: networkTopology mode hard → soft (no HyperNode can hold it)"
         return Change(
-            kinds.TOPOLOGY, relaxed.rule.key, text, lambda i: whatif.with_topology_limit(i, job, None, "soft")
+            kinds.TOPOLOGY,
+            relaxed.rule.key,
+            text,
+            lambda i: whatif.with_topology_limit(i, job, None, "soft"),
         )
     text = f"job {job}: highestTierAllowed {limit} → {tier} (it fits in {chosen})"
     return Change(
@@ -144,7 +147,9 @@ def _selector(em: ExplainModel, relaxed: Relaxed, solver: object) -> Change:
     if spec.node_selector and not spec.required_affinity and nodes:
         labels = dict(spec.node_selector)
         shown = ", ".join(f"{k}={v}" for k, v in labels.items())
-        text = f"label {len(nodes)} node(s) ({', '.join(nodes)}) with {shown} (task {task} of {job})"
+        text = (
+            f"label {len(nodes)} node(s) ({', '.join(nodes)}) with {shown} (task {task} of {job})"
+        )
         return Change(
             kinds.SELECTOR,
             relaxed.rule.key,
@@ -185,9 +190,14 @@ def _gpu_filter(em: ExplainModel, relaxed: Relaxed, solver: object) -> Change:
     types = sorted({d.type for d in used})
     spec = em.instance.job_by_key[job].task(task)
     asked = ", ".join(
-        f"{k}: {spec.annotations[k]}" for k in (USE_GPU_TYPE, NOUSE_GPU_TYPE, *UUID_KEYS) if k in spec.annotations
+        f"{k}: {spec.annotations[k]}"
+        for k in (USE_GPU_TYPE, NOUSE_GPU_TYPE, *UUID_KEYS)
+        if k in spec.annotations
     )
-    text = f"task {task} of {job}: allow GPU type {', '.join(types)} (its {asked or 'GPU filter'} excludes it)"
+    text = (
+        f"task {task} of {job}: allow GPU type {', '.join(types)} "
+        f"(its {asked or 'GPU filter'} excludes it)"
+    )
 
     def apply(instance: Instance) -> Instance:
         current = instance.job_by_key[job].task(task).annotations
@@ -209,7 +219,9 @@ def _evict(relaxed: Relaxed, solver: object) -> Change:
 def _placed(relaxed: Relaxed) -> Change:
     job = relaxed.rule.job
     text = f"if job {job}, which the plan starts, stays pending"
-    return Change(kinds.PLACED, relaxed.rule.key, text, lambda i: whatif.with_jobs(i, removed=[job]))
+    return Change(
+        kinds.PLACED, relaxed.rule.key, text, lambda i: whatif.with_jobs(i, removed=[job])
+    )
 
 
 def _nodes(em: ExplainModel, solver: object) -> list[Change]:

@@ -65,11 +65,12 @@ def fits(em: ExplainModel) -> bool:
     return status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
 
 
-def blocking_core(em: ExplainModel) -> list[Rule]:
-    """A minimal set of rules that together keep the jobs out (empty when they fit, or when
-    nothing the model can lift is to blame)."""
+def blocking_core(em: ExplainModel, lifted: Collection[str] = ()) -> list[Rule]:
+    """A minimal set of rules that together keep the jobs out, the rules in ``lifted`` given
+    up (empty when they fit, or when nothing the model can lift is to blame)."""
     by_index = {r.keep.index: r for r in em.rules.values()}
-    status, solver = _status(em, [r.keep for r in em.rules.values()])
+    held = [r.keep for r in em.rules.values() if r.key not in lifted]
+    status, solver = _status(em, held)
     if status != cp_model.INFEASIBLE:
         return []
     core = [by_index[i] for i in solver.sufficient_assumptions_for_infeasibility()]
@@ -101,6 +102,7 @@ def correction(
         terms.append(RULE_WEIGHT * KIND_COST[rule.kind] * (1 - rule.keep))
         if rule.amount is not None:
             terms.append(max(rule.unit_cost, 1) * rule.amount)
+    terms.extend(em.tiebreak)
     model.minimize(sum(terms))
     model.add_assumptions([em.rules[k].keep for k in keep])
     model.add_assumptions([em.rules[k].keep.Not() for k in lift])

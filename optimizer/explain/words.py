@@ -6,6 +6,7 @@ from models.resources import format_amount
 
 from ..cpsat.units import MIB, MIB_RESOURCES
 from . import rules as kinds
+from .leftover import request_of
 from .model import ExplainModel, Target
 from .rules import Rule
 
@@ -14,10 +15,21 @@ def _amount(name: str, amount: int) -> str:
     return format_amount(name, amount * MIB if name in MIB_RESOURCES else amount)
 
 
-def _asks(target: Target, name: str) -> int:
-    from .leftover import request_of
+def _asks(targets: list[Target], name: str) -> int:
+    return sum(
+        request_of(t.job.task(task)).get(name, 0) * n
+        for t in targets
+        for task, n in t.pending.items()
+    )
 
-    return sum(request_of(target.job.task(t)).get(name, 0) * n for t, n in target.pending.items())
+
+def _in_queue(em: ExplainModel, queue: str) -> list[Target]:
+    tree = em.instance.queue_tree
+    return [
+        t
+        for t in em.targets
+        if t.job.queue == queue or (t.job.queue in tree and queue in tree.ancestors(t.job.queue))
+    ]
 
 
 def _pods(target: Target) -> str:
@@ -34,7 +46,8 @@ def describe(em: ExplainModel, rule: Rule) -> str:
         queue, limit, used = facts["checks"][0]
         return (
             f"queue {queue} already holds {_amount(name, used)} of its {_amount(name, limit)} "
-            f"{name} limit, and the job asks for {_amount(name, _asks(target, name))} more"
+            f"{name} limit, and {'the job asks' if len(em.targets) == 1 else 'the jobs ask'} "
+            f"for {_amount(name, _asks(_in_queue(em, queue), name))} more"
         )
     if kind == kinds.TOPOLOGY:
         return (
@@ -60,7 +73,9 @@ def describe(em: ExplainModel, rule: Rule) -> str:
     if kind == kinds.TAINT:
         key, value, effect = facts["taint"]  # type: ignore[misc]
         shown = f"{key}={value}:{effect}" if value else f"{key}:{effect}"
-        return f"the nodes with room carry taint {shown}, which task {facts['task']} does not tolerate"
+        return (
+            f"the nodes with room carry taint {shown}, which task {facts['task']} does not tolerate"
+        )
     if kind == kinds.GPU_FILTER:
         return f"task {facts['task']}'s GPU type/UUID filter excludes every GPU with room"
     if kind == kinds.EVICT:

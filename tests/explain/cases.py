@@ -67,3 +67,116 @@ def running(
 def build(*parts: str) -> Instance:
     text = HEADER + "".join(textwrap.dedent(p).strip("\n") + "\n" for p in parts)
     return loads(text)
+
+
+TWO_NODES = """\
+nodes:
+- {name: gpu-a-001, labels: {pool: a}, allocatable: {cpu: "64", memory: 512Gi}, gpus: {count: 8, type: NVIDIA-A100-SXM4-80GB, memory: 81920}}
+- {name: gpu-a-002, labels: {pool: a}, allocatable: {cpu: "64", memory: 512Gi}, gpus: {count: 8, type: NVIDIA-A100-SXM4-80GB, memory: 81920}}
+"""
+
+QUEUES = """\
+queues:
+- {name: root}
+- {name: research, parent: root, capability: {nvidia.com/gpu: 8}}
+"""
+
+
+def want(gpus: int = 8, replicas: int = 1, *, queue: str = "default", task: str = "", job: str = "") -> str:
+    """The job to explain: ``replicas`` pods of ``gpus`` whole GPUs, one gang, priority 100."""
+    lines = [
+        "- name: want",
+        f"  queue: {queue}",
+        "  priority: 100",
+        f"  minAvailable: {replicas}",
+    ]
+    if job:
+        lines.append(f"  {job}")
+    lines += [
+        "  tasks:",
+        "  - name: w",
+        f"    replicas: {replicas}",
+        f'    resources: {{cpu: "1", memory: 1Gi, nvidia.com/gpu: {gpus}}}',
+    ]
+    if task:
+        lines.append(f"    {task}")
+    return "\n".join(lines) + "\n"
+
+
+def queue_case() -> Instance:
+    """research may hold 8 GPUs; job a holds 4 of them; want asks for 8: capability +4 (8 → 12)."""
+    return build(CAPACITY, TWO_NODES, QUEUES, "jobs:\n", running("a", "gpu-a-001", 4, queue="research"), want(queue="research"))
+
+
+def topology_case() -> Instance:
+    """3 pods of 8 GPUs, hard tier ≤ 1, racks of two 8-GPU nodes: only spine-1 (tier 2) holds it."""
+    return build(TOPOLOGY, RACKS, "jobs:\n", want(8, 3, job="networkTopology: {mode: hard, highestTierAllowed: 1}"))
+
+
+TDM = """\
+scheduler:
+  actions: "enqueue, allocate"
+  tiers:
+  - plugins: [{{name: priority}}, {{name: gang}}]
+  - plugins: [{{name: predicates}}, {{name: deviceshare}}, {{name: tdm, arguments: {{tdm.revocable-zone.rz1: "{window}"}}}}]
+nodes:
+- {{name: gpu-a-001, allocatable: {{cpu: "64", memory: 512Gi}}, gpus: {{count: 8, type: NVIDIA-A100-SXM4-80GB, memory: 81920}}}}
+- {{name: gpu-r-001, labels: {{volcano.sh/revocable-zone: rz1}}, allocatable: {{cpu: "64", memory: 512Gi}}, gpus: {{count: 8, type: NVIDIA-A100-SXM4-80GB, memory: 81920}}}}
+"""
+
+
+def window_case() -> Instance:
+    """The only free node is in zone rz1, closed until 18:00 (now 14:00): after 18:00."""
+    return build(TDM.format(window="18:00-21:00"), "jobs:\n", running("a", "gpu-a-001", 8), want(task='annotations: {volcano.sh/revocable-zone: "*"}'))
+
+
+def revocable_case() -> Instance:
+    """The only free node is revocable (zone open) and want's pods are not: annotate "*"."""
+    return build(TDM.format(window="08:00-21:00"), "jobs:\n", running("a", "gpu-a-001", 8), want())
+
+
+def selector_case() -> Instance:
+    """want selects pool=b; no node has it; gpu-a-002 is the free one: label it pool=b."""
+    return build(CAPACITY, TWO_NODES, "jobs:\n", running("a", "gpu-a-001", 8), want(task="nodeSelector: {pool: b}"))
+
+
+def taint_case() -> Instance:
+    """The free node is tainted dedicated=infer:NoSchedule: tolerate it."""
+    nodes = TWO_NODES.replace(
+        "{name: gpu-a-002, labels: {pool: a},",
+        "{name: gpu-a-002, labels: {pool: a}, taints: [{key: dedicated, value: infer, effect: NoSchedule}],",
+    )
+    return build(CAPACITY, nodes, "jobs:\n", running("a", "gpu-a-001", 8), want())
+
+
+def gpu_filter_case() -> Instance:
+    """want asks for an H100; every card is an A100: allow NVIDIA-A100-SXM4-80GB."""
+    return build(CAPACITY, TWO_NODES, "jobs:\n", want(task="annotations: {nvidia.com/use-gputype: H100}"))
+
+
+def evict_case() -> Instance:
+    """gpu-a-001 is held by a non-preemptable pod, gpu-a-002 by two preemptable 4-GPU pods of
+    batch-x: evicting both frees the 8 GPUs want asks for."""
+    batch = """\
+- name: batch-x
+  tasks:
+  - name: w
+    replicas: 2
+    resources: {cpu: "1", memory: 1Gi, nvidia.com/gpu: 4}
+    annotations: {volcano.sh/preemptable: "true"}
+  running:
+  - {index: 0, node: gpu-a-002, gpus: [{id: GPU-gpu-a-002-0, memory: 81920, cores: 100}, {id: GPU-gpu-a-002-1, memory: 81920, cores: 100}, {id: GPU-gpu-a-002-2, memory: 81920, cores: 100}, {id: GPU-gpu-a-002-3, memory: 81920, cores: 100}]}
+  - {index: 1, node: gpu-a-002, gpus: [{id: GPU-gpu-a-002-4, memory: 81920, cores: 100}, {id: GPU-gpu-a-002-5, memory: 81920, cores: 100}, {id: GPU-gpu-a-002-6, memory: 81920, cores: 100}, {id: GPU-gpu-a-002-7, memory: 81920, cores: 100}]}
+"""
+    return build(CAPACITY, TWO_NODES, "jobs:\n", running("a", "gpu-a-001", 8), batch, want())
+
+
+def nodes_case() -> Instance:
+    """Every GPU is held by a non-preemptable pod; want needs 2 nodes' worth: 2 more nodes."""
+    held = "".join(running(f"held-{i}", f"gpu-a-00{i}", 8) for i in range(1, 5))
+    return build(CAPACITY, RACKS, "jobs:\n", held, want(8, 2))
+
+
+def two_blocker_case() -> Instance:
+    """The queue case, and want also selects pool=b, which no node has: both must change."""
+    return build(CAPACITY, TWO_NODES, QUEUES, "jobs:\n", running("a", "gpu-a-001", 4, queue="research"), want(queue="research", task="nodeSelector: {pool: b}"))
