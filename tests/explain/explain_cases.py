@@ -82,7 +82,9 @@ queues:
 """
 
 
-def want(gpus: int = 8, replicas: int = 1, *, queue: str = "default", task: str = "", job: str = "") -> str:
+def want(
+    gpus: int = 8, replicas: int = 1, *, queue: str = "default", task: str = "", job: str = ""
+) -> str:
     """The job to explain: ``replicas`` pods of ``gpus`` whole GPUs, one gang, priority 100."""
     lines = [
         "- name: want",
@@ -105,12 +107,24 @@ def want(gpus: int = 8, replicas: int = 1, *, queue: str = "default", task: str 
 
 def queue_case() -> Instance:
     """research may hold 8 GPUs; job a holds 4 of them; want asks for 8: capability +4 (8 → 12)."""
-    return build(CAPACITY, TWO_NODES, QUEUES, "jobs:\n", running("a", "gpu-a-001", 4, queue="research"), want(queue="research"))
+    return build(
+        CAPACITY,
+        TWO_NODES,
+        QUEUES,
+        "jobs:\n",
+        running("a", "gpu-a-001", 4, queue="research"),
+        want(queue="research"),
+    )
 
 
 def topology_case() -> Instance:
     """3 pods of 8 GPUs, hard tier ≤ 1, racks of two 8-GPU nodes: only spine-1 (tier 2) holds it."""
-    return build(TOPOLOGY, RACKS, "jobs:\n", want(8, 3, job="networkTopology: {mode: hard, highestTierAllowed: 1}"))
+    return build(
+        TOPOLOGY,
+        RACKS,
+        "jobs:\n",
+        want(8, 3, job="networkTopology: {mode: hard, highestTierAllowed: 1}"),
+    )
 
 
 TDM = """\
@@ -127,7 +141,12 @@ nodes:
 
 def window_case() -> Instance:
     """The only free node is in zone rz1, closed until 18:00 (now 14:00): after 18:00."""
-    return build(TDM.format(window="18:00-21:00"), "jobs:\n", running("a", "gpu-a-001", 8), want(task='annotations: {volcano.sh/revocable-zone: "*"}'))
+    return build(
+        TDM.format(window="18:00-21:00"),
+        "jobs:\n",
+        running("a", "gpu-a-001", 8),
+        want(task='annotations: {volcano.sh/revocable-zone: "*"}'),
+    )
 
 
 def revocable_case() -> Instance:
@@ -137,7 +156,13 @@ def revocable_case() -> Instance:
 
 def selector_case() -> Instance:
     """want selects pool=b; no node has it; gpu-a-002 is the free one: label it pool=b."""
-    return build(CAPACITY, TWO_NODES, "jobs:\n", running("a", "gpu-a-001", 8), want(task="nodeSelector: {pool: b}"))
+    return build(
+        CAPACITY,
+        TWO_NODES,
+        "jobs:\n",
+        running("a", "gpu-a-001", 8),
+        want(task="nodeSelector: {pool: b}"),
+    )
 
 
 def taint_case() -> Instance:
@@ -151,7 +176,9 @@ def taint_case() -> Instance:
 
 def gpu_filter_case() -> Instance:
     """want asks for an H100; every card is an A100: allow NVIDIA-A100-SXM4-80GB."""
-    return build(CAPACITY, TWO_NODES, "jobs:\n", want(task="annotations: {nvidia.com/use-gputype: H100}"))
+    return build(
+        CAPACITY, TWO_NODES, "jobs:\n", want(task="annotations: {nvidia.com/use-gputype: H100}")
+    )
 
 
 def evict_case() -> Instance:
@@ -179,4 +206,11 @@ def nodes_case() -> Instance:
 
 def two_blocker_case() -> Instance:
     """The queue case, and want also selects pool=b, which no node has: both must change."""
-    return build(CAPACITY, TWO_NODES, QUEUES, "jobs:\n", running("a", "gpu-a-001", 4, queue="research"), want(queue="research", task="nodeSelector: {pool: b}"))
+    return build(
+        CAPACITY,
+        TWO_NODES,
+        QUEUES,
+        "jobs:\n",
+        running("a", "gpu-a-001", 4, queue="research"),
+        want(queue="research", task="nodeSelector: {pool: b}"),
+    )
