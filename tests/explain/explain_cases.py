@@ -31,17 +31,39 @@ scheduler:
   - plugins: [{name: predicates}, {name: deviceshare}, {name: network-topology-aware}]
 """
 
-RACKS = """\
-nodes:
-- {name: gpu-a-001, labels: {rack: r1}, allocatable: {cpu: "64", memory: 512Gi}, gpus: {count: 8, type: NVIDIA-A100-SXM4-80GB, memory: 81920}}
-- {name: gpu-a-002, labels: {rack: r1}, allocatable: {cpu: "64", memory: 512Gi}, gpus: {count: 8, type: NVIDIA-A100-SXM4-80GB, memory: 81920}}
-- {name: gpu-a-003, labels: {rack: r2}, allocatable: {cpu: "64", memory: 512Gi}, gpus: {count: 8, type: NVIDIA-A100-SXM4-80GB, memory: 81920}}
-- {name: gpu-a-004, labels: {rack: r2}, allocatable: {cpu: "64", memory: 512Gi}, gpus: {count: 8, type: NVIDIA-A100-SXM4-80GB, memory: 81920}}
-hypernodes:
-- {name: rack-1, tier: 1, members: [{type: Node, selector: {labelMatch: {matchLabels: {rack: r1}}}}]}
-- {name: rack-2, tier: 1, members: [{type: Node, selector: {labelMatch: {matchLabels: {rack: r2}}}}]}
-- {name: spine-1, tier: 2, members: [{type: HyperNode, selector: {exactMatch: {name: rack-1}}}, {type: HyperNode, selector: {exactMatch: {name: rack-2}}}]}
-"""
+A100 = "gpus: {count: 8, type: NVIDIA-A100-SXM4-80GB, memory: 81920}"
+ROOM = 'allocatable: {cpu: "64", memory: 512Gi}'
+
+
+def node(name: str, labels: str = "", extra: str = "") -> str:
+    """One 8 × A100 node as a YAML list item."""
+    fields = [f"name: {name}", f"labels: {{{labels}}}", ROOM, A100] + ([extra] if extra else [])
+    return "- {" + ", ".join(fields) + "}\n"
+
+
+def rack(name: str, label: str) -> str:
+    selector = f"{{labelMatch: {{matchLabels: {{rack: {label}}}}}}}"
+    return f"- {{name: {name}, tier: 1, members: [{{type: Node, selector: {selector}}}]}}\n"
+
+
+def child(name: str) -> str:
+    return f"{{type: HyperNode, selector: {{exactMatch: {{name: {name}}}}}}}"
+
+
+RACKS = (
+    "nodes:\n"
+    + "".join(node(f"gpu-a-00{i}", f"rack: r{(i + 1) // 2}") for i in range(1, 5))
+    + "hypernodes:\n"
+    + rack("rack-1", "r1")
+    + rack("rack-2", "r2")
+    + f"- {{name: spine-1, tier: 2, members: [{child('rack-1')}, {child('rack-2')}]}}\n"
+)
+"""Two racks of two 8-GPU nodes under one spine."""
+
+
+def whole(node: str, indices: range) -> str:
+    """Whole-device shares of ``node``'s GPUs ``indices``, as a running pod lists them."""
+    return ", ".join(f"{{id: GPU-{node}-{i}, memory: 81920, cores: 100}}" for i in indices)
 
 
 def running(
@@ -49,7 +71,7 @@ def running(
 ) -> str:
     """A one-pod job running on ``node`` with its first ``gpus`` whole devices; its pod is a
     possible victim only when ``preemptable``."""
-    devices = ", ".join(f"{{id: GPU-{node}-{i}, memory: 81920, cores: 100}}" for i in range(gpus))
+    devices = whole(node, range(gpus))
     flag = "true" if preemptable else "false"
     return f"""\
 - name: {name}
@@ -69,11 +91,7 @@ def build(*parts: str) -> Instance:
     return loads(text)
 
 
-TWO_NODES = """\
-nodes:
-- {name: gpu-a-001, labels: {pool: a}, allocatable: {cpu: "64", memory: 512Gi}, gpus: {count: 8, type: NVIDIA-A100-SXM4-80GB, memory: 81920}}
-- {name: gpu-a-002, labels: {pool: a}, allocatable: {cpu: "64", memory: 512Gi}, gpus: {count: 8, type: NVIDIA-A100-SXM4-80GB, memory: 81920}}
-"""
+TWO_NODES = "nodes:\n" + node("gpu-a-001", "pool: a") + node("gpu-a-002", "pool: a")
 
 QUEUES = """\
 queues:
@@ -127,22 +145,23 @@ def topology_case() -> Instance:
     )
 
 
-TDM = """\
-scheduler:
-  actions: "enqueue, allocate"
-  tiers:
-  - plugins: [{{name: priority}}, {{name: gang}}]
-  - plugins: [{{name: predicates}}, {{name: deviceshare}}, {{name: tdm, arguments: {{tdm.revocable-zone.rz1: "{window}"}}}}]
-nodes:
-- {{name: gpu-a-001, allocatable: {{cpu: "64", memory: 512Gi}}, gpus: {{count: 8, type: NVIDIA-A100-SXM4-80GB, memory: 81920}}}}
-- {{name: gpu-r-001, labels: {{volcano.sh/revocable-zone: rz1}}, allocatable: {{cpu: "64", memory: 512Gi}}, gpus: {{count: 8, type: NVIDIA-A100-SXM4-80GB, memory: 81920}}}}
-"""
+def tdm(window: str) -> str:
+    """Zone rz1 open during ``window``; gpu-r-001 is in it, gpu-a-001 is not."""
+    zone = f'{{name: tdm, arguments: {{tdm.revocable-zone.rz1: "{window}"}}}}'
+    return (
+        "scheduler:\n"
+        '  actions: "enqueue, allocate"\n'
+        "  tiers:\n"
+        "  - plugins: [{name: priority}, {name: gang}]\n"
+        f"  - plugins: [{{name: predicates}}, {{name: deviceshare}}, {zone}]\n"
+        "nodes:\n" + node("gpu-a-001") + node("gpu-r-001", "volcano.sh/revocable-zone: rz1")
+    )
 
 
 def window_case() -> Instance:
     """The only free node is in zone rz1, closed until 18:00 (now 14:00): after 18:00."""
     return build(
-        TDM.format(window="18:00-21:00"),
+        tdm("18:00-21:00"),
         "jobs:\n",
         running("a", "gpu-a-001", 8),
         want(task='annotations: {volcano.sh/revocable-zone: "*"}'),
@@ -151,7 +170,7 @@ def window_case() -> Instance:
 
 def revocable_case() -> Instance:
     """The only free node is revocable (zone open) and want's pods are not: annotate "*"."""
-    return build(TDM.format(window="08:00-21:00"), "jobs:\n", running("a", "gpu-a-001", 8), want())
+    return build(tdm("08:00-21:00"), "jobs:\n", running("a", "gpu-a-001", 8), want())
 
 
 def selector_case() -> Instance:
@@ -167,10 +186,8 @@ def selector_case() -> Instance:
 
 def taint_case() -> Instance:
     """The free node is tainted dedicated=infer:NoSchedule: tolerate it."""
-    nodes = TWO_NODES.replace(
-        "{name: gpu-a-002, labels: {pool: a},",
-        "{name: gpu-a-002, labels: {pool: a}, taints: [{key: dedicated, value: infer, effect: NoSchedule}],",
-    )
+    taint = "taints: [{key: dedicated, value: infer, effect: NoSchedule}]"
+    nodes = "nodes:\n" + node("gpu-a-001", "pool: a") + node("gpu-a-002", "pool: a", taint)
     return build(CAPACITY, nodes, "jobs:\n", running("a", "gpu-a-001", 8), want())
 
 
@@ -192,9 +209,10 @@ def evict_case() -> Instance:
     resources: {cpu: "1", memory: 1Gi, nvidia.com/gpu: 4}
     annotations: {volcano.sh/preemptable: "true"}
   running:
-  - {index: 0, node: gpu-a-002, gpus: [{id: GPU-gpu-a-002-0, memory: 81920, cores: 100}, {id: GPU-gpu-a-002-1, memory: 81920, cores: 100}, {id: GPU-gpu-a-002-2, memory: 81920, cores: 100}, {id: GPU-gpu-a-002-3, memory: 81920, cores: 100}]}
-  - {index: 1, node: gpu-a-002, gpus: [{id: GPU-gpu-a-002-4, memory: 81920, cores: 100}, {id: GPU-gpu-a-002-5, memory: 81920, cores: 100}, {id: GPU-gpu-a-002-6, memory: 81920, cores: 100}, {id: GPU-gpu-a-002-7, memory: 81920, cores: 100}]}
 """
+    for index in (0, 1):
+        devices = whole("gpu-a-002", range(4 * index, 4 * index + 4))
+        batch += f"  - {{index: {index}, node: gpu-a-002, gpus: [{devices}]}}\n"
     return build(CAPACITY, TWO_NODES, "jobs:\n", running("a", "gpu-a-001", 8), batch, want())
 
 

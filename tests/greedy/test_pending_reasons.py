@@ -72,8 +72,12 @@ nodes:
 - {name: n1, labels: {rack: r1}, allocatable: {cpu: "8", memory: 32Gi}}
 - {name: n2, labels: {rack: r2}, allocatable: {cpu: "8", memory: 32Gi}}
 hypernodes:
-- {name: rack-1, tier: 1, members: [{type: Node, selector: {labelMatch: {matchLabels: {rack: r1}}}}]}
-- {name: rack-2, tier: 1, members: [{type: Node, selector: {labelMatch: {matchLabels: {rack: r2}}}}]}
+- name: rack-1
+  tier: 1
+  members: [{type: Node, selector: {labelMatch: {matchLabels: {rack: r1}}}}]
+- name: rack-2
+  tier: 1
+  members: [{type: Node, selector: {labelMatch: {matchLabels: {rack: r2}}}}]
 jobs:
 - name: big
   minAvailable: 3
