@@ -207,9 +207,12 @@ def with_node_labels(instance: Instance, labels: Mapping[str, Mapping[str, str]]
     return _checked(instance.replace(nodes=nodes))
 
 
-def with_evicted(instance: Instance, pods: Iterable[str]) -> Instance:
-    """The named running pods (``namespace/name``) evicted: they hold nothing and wait again
-    as pending pods of their job."""
+def with_evicted(instance: Instance, pods: Iterable[str], *, requeue: bool = False) -> Instance:
+    """The named running pods (``namespace/name``) evicted. By default they are gone, as when
+    a preemptor takes their room in the same cycle: their task has that many fewer replicas
+    (the remaining running pods keep their nodes, renumbered in order) and the job's
+    minAvailable is capped by what is left. With ``requeue`` they wait again as pending pods
+    of their job, free to compete for any room."""
     gone = set(pods)
     unknown = gone - {p.key for p in instance.pods if p.running}
     if unknown:
@@ -218,11 +221,34 @@ def with_evicted(instance: Instance, pods: Iterable[str]) -> Instance:
         )
     jobs = []
     for j in instance.jobs:
-        kept = tuple(
-            r for r in j.running if f"{j.namespace}/{pod_name(j.name, r.task, r.index)}" not in gone
-        )
-        jobs.append(replace(j, running=kept) if len(kept) != len(j.running) else j)
+        lost = {
+            r for r in j.running if f"{j.namespace}/{pod_name(j.name, r.task, r.index)}" in gone
+        }
+        if not lost:
+            jobs.append(j)
+        elif requeue:
+            jobs.append(replace(j, running=tuple(r for r in j.running if r not in lost)))
+        else:
+            jobs.append(_scaled_down(j, lost))
     return _checked(instance.replace(jobs=tuple(jobs)))
+
+
+def _scaled_down(job: Job, lost: set[Any]) -> Job:
+    tasks = []
+    running = []
+    for task in job.tasks:
+        mine = sorted((r for r in job.running if r.task == task.name), key=lambda r: r.index)
+        dropped = sum(1 for r in mine if r in lost)
+        kept = [r for r in mine if r not in lost]
+        running.extend(replace(r, index=i) for i, r in enumerate(kept))
+        tasks.append(replace(task, replicas=task.replicas - dropped) if dropped else task)
+    replicas = sum(t.replicas for t in tasks)
+    return replace(
+        job,
+        tasks=tuple(t for t in tasks if t.replicas > 0),
+        running=tuple(running),
+        min_available=min(job.min_available, replicas),
+    )
 
 
 def with_nodes_like(

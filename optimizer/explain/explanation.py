@@ -169,6 +169,22 @@ def _costs(
     return out
 
 
+def _plan_note(instance: Instance, plan: Plan, job: Job) -> str:
+    """What the plan itself does to the job's pods: it evicts them, or pipelines them."""
+    mine = {p.key for p in job.pods}
+    evicted = [e for e in plan.evictions if e.pod in mine]
+    pipelined = sorted({p.node for p in plan.pipelined if p.pod in mine})
+    if evicted:
+        why = ", ".join(sorted({e.reason for e in evicted if e.reason})) or "eviction"
+        return f"the plan evicts {len(evicted)} of its running pod(s) ({why}) for other jobs"
+    if pipelined:
+        return (
+            f"its pods are pipelined on {', '.join(pipelined)}: they start only when room there "
+            "is released"
+        )
+    return ""
+
+
 def _admitted(plan: Plan, job: str, was: str) -> bool:
     decision = plan.job(job)
     if decision is None:
@@ -205,8 +221,9 @@ def explain(
         return out
     static = _static_reason(instance, target)
     em = ExplainModel(instance, plan, [target])
+    note = _plan_note(instance, plan, target)
     if search.fits(em):
-        out.dominant = (
+        out.dominant = note or (
             "it fits in the room the plan leaves; the plan kept it out for the order or the "
             f"objective it follows ({reason or 'no reason given'})"
         )
@@ -221,6 +238,8 @@ def explain(
     lifted = {r.rule.key for r in best.relaxed}
     first = next((r for r in core if r.key in lifted), core[0] if core else None)
     out.dominant = static or (describe(em, first) if first is not None else "")
+    if note:
+        out.dominant = f"{note}; and {out.dominant}"
     keys = [r.key for r in core]
     for blocker in out.blockers:
         alone = search.correction(

@@ -20,7 +20,7 @@ from models.workload import Job, Task
 
 from ..cpsat.candidates import device_pool
 from ..cpsat.units import model_units
-from ..plan import Plan
+from ..plan import Bound, Plan
 
 
 def request_of(task: Task) -> dict[str, int]:
@@ -97,7 +97,7 @@ def leftover(instance: Instance, plan: Plan, targets: Collection[str]) -> Leftov
         )
     used: dict[str, dict[str, int]] = {}
     holders: dict[tuple[str, str, int, bool], Holder] = {}
-    for bound in plan.bound_pods(instance).values():
+    for bound in _holding(instance, plan):
         pod = instance.pod_by_key.get(bound.pod)
         if pod is None or bound.node not in index:
             continue
@@ -126,6 +126,14 @@ def leftover(instance: Instance, plan: Plan, targets: Collection[str]) -> Leftov
         holder.pods.append(bound.pod)
         holder.shares.append(shares)
     return Leftover(free, devices, used, list(holders.values()))
+
+
+def _holding(instance: Instance, plan: Plan) -> list[Bound]:
+    """Every pod that holds room after the plan: bound ones, and pods the plan pipelines onto
+    a node (Volcano nominates the node to them, so the room they wait for is theirs)."""
+    held = list(plan.bound_pods(instance).values())
+    held += [Bound(p.pod, p.node, None, running=False) for p in plan.pipelined]
+    return held
 
 
 def _book(rooms: list[DeviceRoom], shares: tuple) -> list[tuple[int, int, int]]:
