@@ -207,6 +207,15 @@ def with_node_labels(instance: Instance, labels: Mapping[str, Mapping[str, str]]
     return _checked(instance.replace(nodes=nodes))
 
 
+def with_node(instance: Instance, name: str, **changes: Any) -> Instance:
+    """Node ``name`` with fields of :class:`models.cluster.Node` replaced (e.g.
+    ``unschedulable=False`` to uncordon it, ``taints``); its running pods stay."""
+    if name not in instance.node_by_name:
+        raise InputError([_problem(f'Node "{name}"', "name", "no such node")])
+    nodes = tuple(replace(n, **changes) if n.name == name else n for n in instance.nodes)
+    return _checked(instance.replace(nodes=nodes))
+
+
 def with_evicted(instance: Instance, pods: Iterable[str], *, requeue: bool = False) -> Instance:
     """The named running pods (``namespace/name``) evicted. By default they are gone, as when
     a preemptor takes their room in the same cycle: their task has that many fewer replicas

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from models.instance import Instance
 from models.resources import format_amount
 from models.tdm import window_next_opens_at
-from models.vocabulary import NOUSE_GPU_TYPE, USE_GPU_TYPE
+from models.vocabulary import NOUSE_GPU_TYPE, UNSCHEDULABLE_TAINT, USE_GPU_TYPE
 from models.workload import Toleration
 
 from .. import whatif
@@ -62,7 +62,7 @@ def _queue(em: ExplainModel, relaxed: Relaxed) -> Change:
     limit = checks.get(queue, next(iter(checks.values())))[0]
     current = spec.capability.get(name) if name in spec.capability else None
     key = relaxed.rule.key
-    if conf.has("capacity") and current is not None and volcano_amount(name, limit) >= current:
+    if current is not None and volcano_amount(name, limit) >= current:
         new = current + extra
         text = (
             f"queue {queue}: {name} capability +{quantity(name, extra)} "
@@ -99,7 +99,12 @@ def _topology(em: ExplainModel, relaxed: Relaxed, solver: object) -> Change:
             text,
             lambda i: whatif.with_topology_limit(i, job, None, "soft"),
         )
-    text = f"job {job}: highestTierAllowed {limit} → {tier} (it fits in {chosen})"
+    spec = target.job.network_topology
+    if spec is not None and spec.highest_tier_name:
+        name = em.instance.topology.tier_name(chosen) or f"tier {tier}"
+        text = f"job {job}: highestTierName {spec.highest_tier_name} → {name} (it fits in {chosen})"
+    else:
+        text = f"job {job}: highestTierAllowed {limit} → {tier} (it fits in {chosen})"
     return Change(
         kinds.TOPOLOGY, relaxed.rule.key, text, lambda i: whatif.with_topology_limit(i, job, tier)
     )
@@ -169,6 +174,15 @@ def _taint(em: ExplainModel, relaxed: Relaxed, solver: object) -> Change:
     job, task = relaxed.rule.job, str(relaxed.rule.facts["task"])
     key, value, effect = relaxed.rule.facts["taint"]  # type: ignore[misc]
     nodes = _used_nodes(em, relaxed, solver)
+    real = [n for n in nodes if n in em.instance.node_by_name]
+    if key == UNSCHEDULABLE_TAINT and real:
+
+        def uncordon(instance: Instance) -> Instance:
+            for node in real:
+                instance = whatif.with_node(instance, node, unschedulable=False)
+            return instance
+
+        return Change(kinds.TAINT, relaxed.rule.key, f"uncordon {', '.join(real)}", uncordon)
     shown = f"{key}={value}:{effect}" if value else f"{key}:{effect}"
     text = f"task {task} of {job}: tolerate taint {shown} (on {', '.join(nodes)})"
     toleration = Toleration(key, "Equal", value, effect)

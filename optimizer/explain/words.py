@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from models.resources import format_amount
+from models.vocabulary import UNSCHEDULABLE_TAINT
 
 from ..cpsat.units import MIB, MIB_RESOURCES
 from . import rules as kinds
@@ -50,9 +51,11 @@ def describe(em: ExplainModel, rule: Rule) -> str:
             f"for {_amount(name, _asks(_in_queue(em, queue), name))} more"
         )
     if kind == kinds.TOPOLOGY:
+        spec = target.job.network_topology
+        named = f" ({spec.highest_tier_name})" if spec and spec.highest_tier_name else ""
         return (
-            f"no HyperNode of tier ≤ {facts['limit']} (its hard network topology limit) has room "
-            f"for its {_pods(target)}"
+            f"no HyperNode of tier ≤ {facts['limit']}{named} (its hard network topology limit) "
+            f"has room for its {_pods(target)}"
         )
     if kind == kinds.TDM_WINDOW:
         zone = facts["zone"]
@@ -72,6 +75,8 @@ def describe(em: ExplainModel, rule: Rule) -> str:
         return f"task {task.name}'s {what} matches none of the nodes with room"
     if kind == kinds.TAINT:
         key, value, effect = facts["taint"]  # type: ignore[misc]
+        if key == UNSCHEDULABLE_TAINT:
+            return "the nodes with room are cordoned (unschedulable)"
         shown = f"{key}={value}:{effect}" if value else f"{key}:{effect}"
         return (
             f"the nodes with room carry taint {shown}, which task {facts['task']} does not tolerate"

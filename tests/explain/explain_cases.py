@@ -232,3 +232,69 @@ def two_blocker_case() -> Instance:
         running("a", "gpu-a-001", 4, queue="research"),
         want(queue="research", task="nodeSelector: {pool: b}"),
     )
+
+
+HIERARCHY = CAPACITY.replace("{name: capacity}", "{name: capacity, enableHierarchy: true}")
+
+
+def hierarchy_case() -> Instance:
+    """team-a sets no GPU capability and inherits research's 8; a holds 4 in team-a; want
+    asks 8: the field to change is research's capability, +4 (8 → 12)."""
+    queues = """\
+queues:
+- {name: root}
+- {name: research, parent: root, capability: {nvidia.com/gpu: 8}}
+- {name: team-a, parent: research}
+"""
+    return build(
+        HIERARCHY,
+        TWO_NODES,
+        queues,
+        "jobs:\n",
+        running("a", "gpu-a-001", 4, queue="team-a"),
+        want(queue="team-a"),
+    )
+
+
+def tier_name_case() -> Instance:
+    """topology_case with the limit written as highestTierName rack: rack → spine."""
+    racks = RACKS.replace("tier: 1,", "tier: 1, tierName: rack,").replace(
+        "tier: 2,", "tier: 2, tierName: spine,"
+    )
+    limit = "networkTopology: {mode: hard, highestTierName: rack}"
+    return build(TOPOLOGY, racks, "jobs:\n", want(8, 3, job=limit))
+
+
+def cordoned_case() -> Instance:
+    """The only node is cordoned: uncordon gpu-a-001."""
+    return build(
+        CAPACITY, "nodes:\n" + node("gpu-a-001", "", "unschedulable: true"), "jobs:\n", want()
+    )
+
+
+def proportion_case() -> Instance:
+    """Helm's default configuration (proportion): the queue's capability 4 caps its deserved;
+    want asks 8: capability +4 (4 → 8)."""
+    queues = "queues:\n- {name: default, capability: {nvidia.com/gpu: 4}}\n"
+    return build(TWO_NODES, queues, "jobs:\n", want(8))
+
+
+def shared_gpu_case() -> Instance:
+    """Eight pods of share book 60000 of the 81920 MiB of each gpu-a-002 card; gpu-a-001 is
+    held whole; want asks 40000 MiB of one card: evicting one share pod frees one card."""
+    pods = "".join(
+        f"  - {{index: {i}, node: gpu-a-002, gpus: [{{id: GPU-gpu-a-002-{i}, memory: 60000, "
+        "cores: 0}]}\n"
+        for i in range(8)
+    )
+    share = (
+        "- name: share\n  tasks:\n  - name: w\n    replicas: 8\n"
+        '    resources: {cpu: "1", nvidia.com/gpu: 1, nvidia.com/gpumem: 60000}\n'
+        '    annotations: {volcano.sh/preemptable: "true"}\n'
+        "  running:\n" + pods
+    )
+    asks = (
+        "- name: want\n  priority: 100\n  tasks:\n  - name: w\n    replicas: 1\n"
+        '    resources: {cpu: "1", nvidia.com/gpu: 1, nvidia.com/gpumem: 40000}\n'
+    )
+    return build(CAPACITY, TWO_NODES, "jobs:\n", running("a", "gpu-a-001", 8), share, asks)

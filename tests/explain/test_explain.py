@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import pytest
 from explain_cases import (
+    cordoned_case,
     evict_case,
     gpu_filter_case,
+    hierarchy_case,
     nodes_case,
+    proportion_case,
     queue_case,
     revocable_case,
     selector_case,
+    shared_gpu_case,
     taint_case,
+    tier_name_case,
     topology_case,
     two_blocker_case,
     window_case,
@@ -40,6 +45,11 @@ CASES = [
     (gpu_filter_case, kinds.GPU_FILTER, "allow GPU type NVIDIA-A100-SXM4-80GB"),
     (evict_case, kinds.EVICT, "if 2 pod(s) of preemptable job default/batch-x are evicted"),
     (nodes_case, kinds.NODES, "with 2 more node(s) like gpu-a-001 in rack-1"),
+    (hierarchy_case, kinds.QUEUE, "queue research: nvidia.com/gpu capability +4 (8 → 12)"),
+    (tier_name_case, kinds.TOPOLOGY, "highestTierName rack → spine"),
+    (cordoned_case, kinds.TAINT, "uncordon gpu-a-001"),
+    (proportion_case, kinds.QUEUE, "queue default: nvidia.com/gpu capability +4 (4 → 8)"),
+    (shared_gpu_case, kinds.EVICT, "if 1 pod(s) of preemptable job default/share are evicted"),
 ]
 
 
