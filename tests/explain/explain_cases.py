@@ -86,9 +86,15 @@ def running(
 """
 
 
+TEXTS: dict[int, str] = {}
+"""The YAML each built instance was loaded from (by ``id``), for tests of the command line."""
+
+
 def build(*parts: str) -> Instance:
     text = HEADER + "".join(textwrap.dedent(p).strip("\n") + "\n" for p in parts)
-    return loads(text)
+    instance = loads(text)
+    TEXTS[id(instance)] = text
+    return instance
 
 
 TWO_NODES = "nodes:\n" + node("gpu-a-001", "pool: a") + node("gpu-a-002", "pool: a")

@@ -126,3 +126,11 @@ def test_an_unknown_or_ambiguous_job_is_bad_input():
         explain(queue_case(), "nope", "greedy", options=OPTIONS)
     with pytest.raises(InputError, match="no such job"):
         explain(queue_case(), "other/want", "greedy", options=OPTIONS)
+
+
+def test_cpsat_plans_carry_the_dominant_reason_of_each_pending_job():
+    plan = solve(selector_case(), "cpsat", OPTIONS)
+    decision = plan.job("default/want")
+    assert decision.status == "pending"
+    assert decision.reason == "task w's nodeSelector pool=b matches none of the nodes with room"
+    assert decision.position == 1
