@@ -28,7 +28,7 @@ def dominant_reason(instance: Instance, plan: Plan, job: str) -> str | None:
     """The first blocking rule of ``job`` against ``plan``, in plain words (None if the job
     fits in what the plan leaves, or nothing the model states blocks it)."""
     em = ExplainModel(instance, plan, [instance.job_by_key[job]])
-    core = search.blocking_core(em)
+    core = search.blocking_core(em, seconds=1.0).rules
     return describe(em, core[0]) if core else None
 
 

@@ -140,7 +140,7 @@ def capacity(
     held = [k for k in em.rules if k != "nodes"]
     found = search.correction(em, keep=held) if "nodes" in em.rules else None
     if found is None:
-        core = search.blocking_core(em, lifted=("nodes",))
+        core = search.blocking_core(em, lifted=("nodes",)).rules
         out.possible = False
         out.reason = "; ".join(describe(em, r) for r in core if r.key != "nodes") or (
             "no node like that can hold their pods"

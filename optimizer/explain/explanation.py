@@ -9,6 +9,7 @@ also checks that the change really admits the job (the round trip).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,6 +25,8 @@ from .target import find_job
 from .words import describe
 
 RESOLVE_SECONDS = 10.0
+ALTERNATIVE_SECONDS = 20.0
+"""Time for finding each blocker's own change; blockers not reached show none."""
 
 
 @dataclass
@@ -55,6 +58,8 @@ class Explanation:
     costs: list[str] = field(default_factory=list)
     admitted_after: bool | None = None
     """Whether solving again with ``changes`` applied admits the job (None: not checked)."""
+    minimal: bool = True
+    """The blocking rules the solver names are a proven minimal set (else: sufficient)."""
 
     @property
     def variant(self) -> Variant | None:
@@ -82,6 +87,7 @@ class Explanation:
             "changes": [{"rule": c.rule, "kind": c.kind, "change": c.text} for c in self.changes],
             "costs": list(self.costs),
             "admittedAfterChange": self.admitted_after,
+            "minimalCore": self.minimal,
         }
 
     def to_text(self) -> str:
@@ -90,7 +96,11 @@ class Explanation:
             lines[0] += f" (position {self.position} in its queue)"
         lines.append(f"Why: {self.dominant}")
         if self.blockers:
-            lines.append("Blocking rules:")
+            lines.append(
+                "Blocking rules:"
+                if self.minimal
+                else "Blocking rules (sufficient, not proven minimal):"
+            )
             for b in self.blockers:
                 lines.append(f"  - [{b.kind}] {b.text}")
                 alone = "enough alone" if b.enough else "with the other changes"
@@ -228,7 +238,9 @@ def explain(
             f"objective it follows ({reason or 'no reason given'})"
         )
         return out
-    core = search.blocking_core(em)
+    proof = search.blocking_core(em)
+    core = proof.rules
+    out.minimal = proof.minimal
     best = search.correction(em)
     out.blockers = [Blocker(r.kind, r.key, describe(em, r)) for r in core]
     if best is None:
@@ -241,7 +253,10 @@ def explain(
     if note:
         out.dominant = f"{note}; and {out.dominant}"
     keys = [r.key for r in core]
+    deadline = time.perf_counter() + ALTERNATIVE_SECONDS
     for blocker in out.blockers:
+        if time.perf_counter() > deadline:
+            break
         alone = search.correction(
             em, keep=[k for k in keys if k != blocker.rule], lift=[blocker.rule]
         )

@@ -323,51 +323,47 @@ class ExplainModel:
 
     def _node_room(self) -> None:
         names = sorted({r for t in self.targets for task in t.job.tasks for r in request_of(task)})
-        for p, place in enumerate(self.places):
+        at: dict[int, list[tuple[dict[str, int], cp_model.IntVar]]] = {}
+        for t in self.targets:
+            for (task, p), x in t.x.items():
+                at.setdefault(p, []).append((request_of(t.job.task(task)), x))
+        for p, pods in at.items():
+            place = self.places[p]
+            released = self.released.get(place.index, []) if place.index is not None else []
             for name in names:
-                used = [
-                    request_of(t.job.task(task))[name] * x
-                    for t in self.targets
-                    for (task, q), x in t.x.items()
-                    if q == p and request_of(t.job.task(task)).get(name)
-                ]
+                used = [request[name] * x for request, x in pods if request.get(name)]
                 if not used:
                     continue
                 given_back = [
                     holder.request.get(name, 0) * flag
-                    for holder, flags in self.released.get(place.index, [])
-                    if place.index is not None
+                    for holder, flags in released
                     for flag in flags
                 ]
                 self.model.add(sum(used) <= place.free.get(name, 0) + sum(given_back))
 
     def _device_room(self) -> None:
-        for p, place in enumerate(self.places):
-            for room in place.devices:
-                memory, cores, slots = [], [], []
-                for t in self.targets:
-                    for (task_name, c, q, d), y in t.y.items():
-                        if q != p or d != room.index:
-                            continue
-                        request = t.job.task(task_name).gpu[c]
-                        memory.append(request.memory_on(room.device.memory) * y)
-                        cores.append(request.booked_cores * y)
-                        slots.append(room.device.count * y if _exclusive(request, room) else y)
-                if not memory:
-                    continue
-                back_memory, back_cores, back_slots = [], [], []
-                for holder, flags in (
-                    self.released.get(place.index, []) if place.index is not None else []
-                ):
-                    for shares, flag in zip(holder.shares, flags, strict=True):
-                        for d, mem, core in shares:
-                            if d == room.index:
-                                back_memory.append(mem * flag)
-                                back_cores.append(core * flag)
-                                back_slots.append(flag)
-                self.model.add(sum(memory) <= room.memory + sum(back_memory))
-                self.model.add(sum(cores) <= room.cores + sum(back_cores))
-                self.model.add(sum(slots) <= room.slots + sum(back_slots))
+        at: dict[tuple[int, int], list[tuple[GpuRequest, cp_model.IntVar]]] = {}
+        for t in self.targets:
+            for (task, c, p, d), y in t.y.items():
+                at.setdefault((p, d), []).append((t.job.task(task).gpu[c], y))
+        for (p, d), shares in at.items():
+            place = self.places[p]
+            room = place.devices[d]
+            memory = [r.memory_on(room.device.memory) * y for r, y in shares]
+            cores = [r.booked_cores * y for r, y in shares]
+            slots = [room.device.count * y if _exclusive(r, room) else y for r, y in shares]
+            back_memory, back_cores, back_slots = [], [], []
+            released = self.released.get(place.index, []) if place.index is not None else []
+            for holder, flags in released:
+                for booked, flag in zip(holder.shares, flags, strict=True):
+                    for index, mem, core in booked:
+                        if index == d:
+                            back_memory.append(mem * flag)
+                            back_cores.append(core * flag)
+                            back_slots.append(flag)
+            self.model.add(sum(memory) <= room.memory + sum(back_memory))
+            self.model.add(sum(cores) <= room.cores + sum(back_cores))
+            self.model.add(sum(slots) <= room.slots + sum(back_slots))
 
     # -- queues, topology, gang --------------------------------------------------------------
 

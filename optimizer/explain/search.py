@@ -11,6 +11,7 @@ and its amount (how far a limit is passed, how many nodes or pods) breaks ties.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
@@ -65,24 +66,41 @@ def fits(em: ExplainModel) -> bool:
     return status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
 
 
-def blocking_core(em: ExplainModel, lifted: Collection[str] = ()) -> list[Rule]:
-    """A minimal set of rules that together keep the jobs out, the rules in ``lifted`` given
-    up (empty when they fit, or when nothing the model can lift is to blame)."""
+@dataclass
+class Core:
+    rules: list[Rule]
+    minimal: bool
+    """Proven minimal: every rule was tried out of the set (False when time ran out first,
+    or a trial ended without a verdict; the set is then sufficient, not minimal)."""
+
+
+def blocking_core(
+    em: ExplainModel, lifted: Collection[str] = (), seconds: float = 2 * SECONDS
+) -> Core:
+    """A set of rules that together keep the jobs out, the rules in ``lifted`` given up
+    (empty when they fit, or when nothing the model can lift is to blame); made minimal by
+    deletion within ``seconds``."""
+    deadline = time.perf_counter() + seconds
     by_index = {r.keep.index: r for r in em.rules.values()}
     held = [r.keep for r in em.rules.values() if r.key not in lifted]
     status, solver = _status(em, held)
     if status != cp_model.INFEASIBLE:
-        return []
+        return Core([], status in (cp_model.OPTIMAL, cp_model.FEASIBLE))
     core = [by_index[i] for i in solver.sufficient_assumptions_for_infeasibility()]
+    minimal = True
     i = 0
     while i < len(core):
+        if time.perf_counter() > deadline:
+            minimal = False
+            break
         trial = core[:i] + core[i + 1 :]
         status, _ = _status(em, [r.keep for r in trial])
         if status == cp_model.INFEASIBLE:
             core = trial
         else:
+            minimal = minimal and status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
             i += 1
-    return sorted(core, key=lambda r: (r.rank, r.key))
+    return Core(sorted(core, key=lambda r: (r.rank, r.key)), minimal)
 
 
 def correction(
