@@ -25,8 +25,12 @@ from .target import find_job
 from .words import describe
 
 RESOLVE_SECONDS = 10.0
-ALTERNATIVE_SECONDS = 20.0
-"""Time for finding each blocker's own change; blockers not reached show none."""
+ALTERNATIVE_SECONDS = 10.0
+ALTERNATIVES = 6
+"""Time, and how many of the first blockers, for finding each blocker's own change; blockers
+not reached show none."""
+SHOWN = 10
+"""Blockers printed in the text form (all are in the document form)."""
 
 
 @dataclass
@@ -101,10 +105,17 @@ class Explanation:
                 if self.minimal
                 else "Blocking rules (sufficient, not proven minimal):"
             )
-            for b in self.blockers:
+            for b in self.blockers[:SHOWN]:
                 lines.append(f"  - [{b.kind}] {b.text}")
                 alone = "enough alone" if b.enough else "with the other changes"
                 lines.extend(f"      change: {c.text} ({alone})" for c in b.changes)
+        if len(self.blockers) > SHOWN:
+            rest = self.blockers[SHOWN:]
+            counts: dict[str, int] = {}
+            for b in rest:
+                counts[b.kind] = counts.get(b.kind, 0) + 1
+            shown = ", ".join(f"{n} {kind}" for kind, n in sorted(counts.items()))
+            lines.append(f"  … and {len(rest)} more ({shown})")
         if self.changes:
             lines.append("Smallest change that lets it start:")
             lines.extend(f"  - {c.text}" for c in self.changes)
@@ -254,7 +265,7 @@ def explain(
         out.dominant = f"{note}; and {out.dominant}"
     keys = [r.key for r in core]
     deadline = time.perf_counter() + ALTERNATIVE_SECONDS
-    for blocker in out.blockers:
+    for blocker in out.blockers[:ALTERNATIVES]:
         if time.perf_counter() > deadline:
             break
         alone = search.correction(

@@ -23,6 +23,9 @@ from .rules import KIND_COST, Rule
 RULE_WEIGHT = 10**7
 """One given-up rule outweighs any amount: fewer and cheaper rules first, then less of them."""
 SECONDS = 10.0
+"""Per solve of the model."""
+CORE_SECONDS = 5.0
+"""For making a core minimal (one solve per rule in it)."""
 
 
 @dataclass
@@ -75,7 +78,7 @@ class Core:
 
 
 def blocking_core(
-    em: ExplainModel, lifted: Collection[str] = (), seconds: float = 2 * SECONDS
+    em: ExplainModel, lifted: Collection[str] = (), seconds: float = CORE_SECONDS
 ) -> Core:
     """A set of rules that together keep the jobs out, the rules in ``lifted`` given up
     (empty when they fit, or when nothing the model can lift is to blame); made minimal by
