@@ -19,17 +19,31 @@ from ..plan import PENDING, Plan
 from . import search
 from .model import ExplainModel
 from .position import queue_positions
-from .words import describe
+from .words import dominant
 
 REASON_SECONDS = 5.0
+CORE_SECONDS = 0.5
+"""Per job, for making its core minimal; past it the first rule of a sufficient set is named."""
+REASON_SHARE = 0.1
+"""At most this share of a solve's time limit goes to the reasons."""
+MAX_NODES = 1000
+"""Past this many nodes one job's model takes seconds to build: plans keep the engine's
+sentence, and ``vcopt explain`` answers job by job."""
 
 
 def dominant_reason(instance: Instance, plan: Plan, job: str) -> str | None:
     """The first blocking rule of ``job`` against ``plan``, in plain words (None if the job
     fits in what the plan leaves, or nothing the model states blocks it)."""
     em = ExplainModel(instance, plan, [instance.job_by_key[job]])
-    core = search.blocking_core(em, seconds=1.0).rules
-    return describe(em, core[0]) if core else None
+    nodes = search.where_it_fits(em)
+    if nodes is not None:
+        status = plan.solver.status if plan.solver is not None else "its"
+        return (
+            f"it fits in the room the plan leaves (on {', '.join(nodes[:3])}); the {status} "
+            "search ended before a plan admitting it"
+        )
+    core = search.blocking_core(em, seconds=CORE_SECONDS).rules
+    return dominant(em, core) if core else None
 
 
 def annotate(
@@ -37,13 +51,20 @@ def annotate(
 ) -> Plan:
     """``plan`` with queue positions and, when ``reasons``, dominant reasons of pending jobs."""
     positions = queue_positions(instance)
+    reasons = reasons and len(instance.nodes) <= MAX_NODES
     deadline = time.perf_counter() + seconds
-    decisions = []
-    for d in plan.jobs:
-        d = replace(d, position=positions.get(d.job))
-        if reasons and d.status == PENDING and time.perf_counter() < deadline:
-            why = dominant_reason(instance, plan, d.job)
-            if why:
-                d = replace(d, reason=why)
-        decisions.append(d)
+    why: dict[str, str] = {}
+    if reasons:
+        # The head of every queue first: those are the jobs Volcano would try next.
+        waiting = [d.job for d in plan.jobs if d.status == PENDING]
+        for job in sorted(waiting, key=lambda k: (positions.get(k, 0), k)):
+            if time.perf_counter() >= deadline:
+                break
+            found = dominant_reason(instance, plan, job)
+            if found:
+                why[job] = found
+    decisions = [
+        replace(d, position=positions.get(d.job), reason=why.get(d.job, d.reason))
+        for d in plan.jobs
+    ]
     return plan.replace(jobs=tuple(decisions))

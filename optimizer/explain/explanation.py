@@ -22,7 +22,7 @@ from . import search
 from .model import ExplainModel
 from .remedies import Change, Variant, changes, compose
 from .target import find_job
-from .words import describe
+from .words import describe, dominant
 
 RESOLVE_SECONDS = 10.0
 ALTERNATIVE_SECONDS = 10.0
@@ -243,10 +243,11 @@ def explain(
     static = _static_reason(instance, target)
     em = ExplainModel(instance, plan, [target])
     note = _plan_note(instance, plan, target)
-    if search.fits(em):
+    nodes = search.where_it_fits(em)
+    if nodes is not None:
         out.dominant = note or (
-            "it fits in the room the plan leaves; the plan kept it out for the order or the "
-            f"objective it follows ({reason or 'no reason given'})"
+            f"it fits in the room the plan leaves (on {', '.join(nodes[:3])}); the plan kept it "
+            f"out for the order or the objective it follows ({reason or 'no reason given'})"
         )
         return out
     proof = search.blocking_core(em)
@@ -260,7 +261,7 @@ def explain(
     out.changes = changes(em, best)
     lifted = {r.rule.key for r in best.relaxed}
     first = next((r for r in core if r.key in lifted), core[0] if core else None)
-    out.dominant = static or (describe(em, first) if first is not None else "")
+    out.dominant = static or dominant(em, core, first)
     if note:
         out.dominant = f"{note}; and {out.dominant}"
     keys = [r.key for r in core]

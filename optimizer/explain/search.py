@@ -65,8 +65,16 @@ def _status(em: ExplainModel, assume: Iterable[cp_model.IntVar]) -> tuple[int, c
 
 def fits(em: ExplainModel) -> bool:
     """Whether the jobs fit with every rule as it is."""
-    status, _ = _status(em, [r.keep for r in em.rules.values()])
-    return status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    return where_it_fits(em) is not None
+
+
+def where_it_fits(em: ExplainModel) -> list[str] | None:
+    """The nodes a placement of the jobs uses with every rule as it is; None if none fits."""
+    status, solver = _status(em, [r.keep for r in em.rules.values()])
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    used = {em.places[p].name for t in em.targets for (_, p), x in t.x.items() if solver.value(x)}
+    return sorted(used)
 
 
 @dataclass

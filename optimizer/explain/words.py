@@ -91,3 +91,30 @@ def describe(em: ExplainModel, rule: Rule) -> str:
         f"{n} × {target.job.task(t).resources.format()}" for t, n in sorted(target.pending.items())
     )
     return f"no node has room left for its {_pods(target)} ({requests})"
+
+
+HOLDERS = (kinds.EVICT, kinds.PLACED)
+
+
+def dominant(em: ExplainModel, core: list[Rule], first: Rule | None = None) -> str:
+    """The one sentence to read first: the first blocking rule (``first``, or the core's
+    first by kind), or — when the room is what is missing and several other jobs hold it —
+    who holds it, counted."""
+    lead = first or (core[0] if core else None)
+    if lead is None:
+        return ""
+    holders = [r for r in core if r.kind in HOLDERS]
+    if lead.kind not in HOLDERS or len(holders) < 2:
+        return describe(em, lead)
+    running = sorted(r.job for r in holders if r.kind == kinds.EVICT)
+    started = sorted(r.job for r in holders if r.kind == kinds.PLACED)
+    parts = []
+    if running:
+        parts.append(f"{len(running)} running job(s) ({_some(running)})")
+    if started:
+        parts.append(f"{len(started)} job(s) the plan starts ({_some(started)})")
+    return f"the room it needs is held by other jobs: {' and '.join(parts)}"
+
+
+def _some(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
