@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from models.instance import Instance
+from models.resources import format_amount
 from models.workload import Job
 
 from ..options import SolveOptions
@@ -137,6 +138,13 @@ def _static_reason(instance: Instance, job: Job) -> str | None:
         for name, amount in task.resources.items():
             if amount > 0 and name not in offered:
                 return f"no node offers {name}, which task {task.name} asks for"
+            largest = max((n.allocatable.get(name) for n in instance.nodes), default=0)
+            if amount > largest:
+                return (
+                    f"each pod of task {task.name} asks for {format_amount(name, amount)} {name}, "
+                    f"more than any node has (largest: {format_amount(name, largest)}): it "
+                    "needs larger nodes"
+                )
         for request in task.gpu:
             devices = [d for n in instance.nodes for d in n.gpus]
             if devices and all(
@@ -145,7 +153,9 @@ def _static_reason(instance: Instance, job: Job) -> str | None:
             ):
                 return (
                     f"task {task.name} asks per GPU for more memory or cores than any GPU has "
-                    f"(largest: {max(d.memory for d in devices)} MiB)"
+                    f"(largest: {max(d.memory for d in devices)} MiB, "
+                    f"{max(d.cores for d in devices)} cores): ask for at most that, or add "
+                    "nodes with larger GPUs"
                 )
     queue = instance.queue_tree.queue(job.queue) if job.queue in instance.queue_tree else None
     if queue is not None and not queue.is_open:

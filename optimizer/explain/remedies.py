@@ -203,6 +203,25 @@ def _gpu_filter(em: ExplainModel, relaxed: Relaxed, solver: object) -> Change:
     ]
     types = sorted({d.type for d in used})
     spec = em.instance.job_by_key[job].task(task)
+    flt = spec.gpu_filter
+    if (
+        flt is not None
+        and (flt.use_uuids or flt.nouse_uuids)
+        and all(
+            flt.use_types == () or any(t.upper() in d.type.upper() for t in flt.use_types)
+            for d in used
+        )
+    ):
+        ids = sorted(d.id for d in used)
+        keys = [k for k in UUID_KEYS if k in spec.annotations]
+        text = f"task {task} of {job}: allow GPU {', '.join(ids)} (drop its {', '.join(keys)})"
+
+        def allow(instance: Instance) -> Instance:
+            current = instance.job_by_key[job].task(task).annotations
+            kept = {k: v for k, v in current.items() if k not in UUID_KEYS}
+            return whatif.with_task(instance, job, task, annotations=kept)
+
+        return Change(kinds.GPU_FILTER, relaxed.rule.key, text, allow)
     asked = ", ".join(
         f"{k}: {spec.annotations[k]}"
         for k in (USE_GPU_TYPE, NOUSE_GPU_TYPE, *UUID_KEYS)

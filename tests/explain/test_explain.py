@@ -134,3 +134,35 @@ def test_cpsat_plans_carry_the_dominant_reason_of_each_pending_job():
     assert decision.status == "pending"
     assert decision.reason == "task w's nodeSelector pool=b matches none of the nodes with room"
     assert decision.position == 1
+
+
+def test_a_uuid_filter_names_the_devices_to_allow():
+    """want may only use GPU-gpu-a-001-0, on the node a holds whole; the 8 free cards of
+    gpu-a-002 are what it needs."""
+    from explain_cases import CAPACITY, TWO_NODES, build, running, want
+
+    instance = build(
+        CAPACITY,
+        TWO_NODES,
+        "jobs:\n",
+        running("a", "gpu-a-001", 8),
+        want(task="annotations: {nvidia.com/use-gpuuuid: GPU-gpu-a-001-0}"),
+    )
+    found = explain(instance, "want", "greedy", options=OPTIONS)
+    (change,) = found.changes
+    ids = ", ".join(f"GPU-gpu-a-002-{i}" for i in range(8))
+    assert change.text == (
+        f"task w of default/want: allow GPU {ids} (drop its nvidia.com/use-gpuuuid)"
+    )
+    assert _admits(instance, found, "greedy")
+
+
+def test_a_pod_larger_than_every_node_says_so_with_the_largest():
+    from explain_cases import CAPACITY, TWO_NODES, build
+
+    job = "jobs:\n- name: want\n  tasks:\n  - {name: w, replicas: 1, resources: {cpu: '100'}}\n"
+    found = explain(build(CAPACITY, TWO_NODES, job), "want", "greedy", options=OPTIONS)
+    assert found.dominant == (
+        "each pod of task w asks for 100 cpu, more than any node has (largest: 64): it needs "
+        "larger nodes"
+    )
