@@ -148,7 +148,7 @@ def capacity(
         return out
     solver = found.solver
     for place in em.new_places:
-        if place.opened is not None and solver is not None and solver.boolean_value(place.opened):
+        if place.opened is not None and solver.boolean_value(place.opened):
             key = (place.node.name, place.leaf)
             out.added[key] = out.added.get(key, 0) + 1
     if check:

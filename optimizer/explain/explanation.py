@@ -65,6 +65,9 @@ class Explanation:
     """Whether solving again with ``changes`` applied admits the job (None: not checked)."""
     minimal: bool = True
     """The blocking rules the solver names are a proven minimal set (else: sufficient)."""
+    taken_by: list[str] = field(default_factory=list)
+    """Pending jobs that the plan solved again admits instead (when it does not admit this
+    one): the change is sized against the plan, where they do not move."""
 
     @property
     def variant(self) -> Variant | None:
@@ -93,6 +96,7 @@ class Explanation:
             "costs": list(self.costs),
             "admittedAfterChange": self.admitted_after,
             "minimalCore": self.minimal,
+            "roomTakenBy": list(self.taken_by),
         }
 
     def to_text(self) -> str:
@@ -122,6 +126,12 @@ class Explanation:
             lines.extend(f"  - {c.text}" for c in self.changes)
         if self.admitted_after is not None:
             verdict = "admits it" if self.admitted_after else "still does not admit it"
+            if self.taken_by:
+                verdict += (
+                    f": other pending jobs take the room first ({', '.join(self.taken_by[:5])}"
+                    + (f" and {len(self.taken_by) - 5} more" if len(self.taken_by) > 5 else "")
+                    + ")"
+                )
             lines.append(f"Solving again with the change applied {verdict}.")
         if self.costs:
             lines.append("What the change costs others:")
@@ -295,4 +305,11 @@ def explain(
         after = solve(changed, engine, options)
         out.admitted_after = _admitted(after, target.key, status)
         out.costs = _costs(instance, plan, after, target.key, out.changes)
+        if not out.admitted_after:
+            before = {d.job: d.status for d in plan.jobs}
+            out.taken_by = [
+                d.job
+                for d in after.jobs
+                if d.job != target.key and d.status == ADMITTED and before.get(d.job) == PENDING
+            ]
     return out

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ortools.sat.python import cp_model
+
 from models.instance import Instance
 from models.resources import format_amount
 from models.tdm import window_next_opens_at
@@ -85,10 +87,10 @@ def _queue(em: ExplainModel, relaxed: Relaxed) -> Change:
     return Change(kinds.QUEUE, key, text)
 
 
-def _topology(em: ExplainModel, relaxed: Relaxed, solver: object) -> Change:
+def _topology(em: ExplainModel, relaxed: Relaxed, solver: cp_model.CpSolver) -> Change:
     job = relaxed.rule.job
     target = next(t for t in em.targets if t.job.key == job)
-    chosen = next(h for h, v in target.domain.items() if solver.boolean_value(v))  # type: ignore[attr-defined]
+    chosen = next(h for h, v in target.domain.items() if solver.boolean_value(v))
     tier = em.tier[chosen]
     limit = relaxed.rule.facts["limit"]
     if chosen == em.instance.topology.TOP:
@@ -124,12 +126,12 @@ def _window(em: ExplainModel, relaxed: Relaxed) -> Change:
     return Change(kinds.TDM_WINDOW, relaxed.rule.key, text, lambda i: whatif.at(i, opens))
 
 
-def _used_nodes(em: ExplainModel, relaxed: Relaxed, solver: object) -> list[str]:
+def _used_nodes(em: ExplainModel, relaxed: Relaxed, solver: cp_model.CpSolver) -> list[str]:
     places = relaxed.rule.facts.get("places", [])
-    return sorted({em.places[p].name for p, x in places if solver.value(x) > 0})  # type: ignore[attr-defined]
+    return sorted({em.places[p].name for p, x in places if solver.value(x) > 0})
 
 
-def _revocable(em: ExplainModel, relaxed: Relaxed, solver: object) -> Change:
+def _revocable(em: ExplainModel, relaxed: Relaxed, solver: cp_model.CpSolver) -> Change:
     job, task = relaxed.rule.job, str(relaxed.rule.facts["task"])
     nodes = _used_nodes(em, relaxed, solver)
     text = (
@@ -145,7 +147,7 @@ def _revocable(em: ExplainModel, relaxed: Relaxed, solver: object) -> Change:
     return Change(kinds.TDM_REVOCABLE, relaxed.rule.key, text, apply)
 
 
-def _selector(em: ExplainModel, relaxed: Relaxed, solver: object) -> Change:
+def _selector(em: ExplainModel, relaxed: Relaxed, solver: cp_model.CpSolver) -> Change:
     job, task = relaxed.rule.job, str(relaxed.rule.facts["task"])
     spec = em.instance.job_by_key[job].task(task)
     nodes = [n for n in _used_nodes(em, relaxed, solver) if n in em.instance.node_by_name]
@@ -170,7 +172,7 @@ def _selector(em: ExplainModel, relaxed: Relaxed, solver: object) -> Change:
     )
 
 
-def _taint(em: ExplainModel, relaxed: Relaxed, solver: object) -> Change:
+def _taint(em: ExplainModel, relaxed: Relaxed, solver: cp_model.CpSolver) -> Change:
     job, task = relaxed.rule.job, str(relaxed.rule.facts["task"])
     key, value, effect = relaxed.rule.facts["taint"]  # type: ignore[misc]
     nodes = _used_nodes(em, relaxed, solver)
@@ -194,12 +196,12 @@ def _taint(em: ExplainModel, relaxed: Relaxed, solver: object) -> Change:
     return Change(kinds.TAINT, relaxed.rule.key, text, apply)
 
 
-def _gpu_filter(em: ExplainModel, relaxed: Relaxed, solver: object) -> Change:
+def _gpu_filter(em: ExplainModel, relaxed: Relaxed, solver: cp_model.CpSolver) -> Change:
     job, task = relaxed.rule.job, str(relaxed.rule.facts["task"])
     used = [
         em.places[p].devices[d].device
         for p, d, y in relaxed.rule.facts.get("devices", [])
-        if solver.value(y) > 0  # type: ignore[attr-defined]
+        if solver.value(y) > 0
     ]
     types = sorted({d.type for d in used})
     spec = em.instance.job_by_key[job].task(task)
@@ -242,9 +244,9 @@ def _gpu_filter(em: ExplainModel, relaxed: Relaxed, solver: object) -> Change:
     return Change(kinds.GPU_FILTER, relaxed.rule.key, text, apply)
 
 
-def _evict(relaxed: Relaxed, solver: object) -> Change:
+def _evict(relaxed: Relaxed, solver: cp_model.CpSolver) -> Change:
     job = relaxed.rule.job
-    pods = [p for p, flag in relaxed.rule.facts["pods"] if solver.value(flag)]  # type: ignore[attr-defined]
+    pods = [p for p, flag in relaxed.rule.facts["pods"] if solver.value(flag)]
     text = f"if {len(pods)} pod(s) of preemptable job {job} are evicted ({', '.join(pods)})"
     return Change(kinds.EVICT, relaxed.rule.key, text, lambda i: whatif.with_evicted(i, pods))
 
@@ -257,10 +259,10 @@ def _placed(relaxed: Relaxed) -> Change:
     )
 
 
-def _nodes(em: ExplainModel, solver: object) -> list[Change]:
+def _nodes(em: ExplainModel, solver: cp_model.CpSolver) -> list[Change]:
     counts: dict[tuple[str, str | None], int] = {}
     for place in em.new_places:
-        if place.opened is not None and solver.boolean_value(place.opened):  # type: ignore[attr-defined]
+        if place.opened is not None and solver.boolean_value(place.opened):
             key = (place.node.name, place.leaf)
             counts[key] = counts.get(key, 0) + 1
     out = []
@@ -295,7 +297,7 @@ def changes(em: ExplainModel, found: Correction) -> list[Change]:
     return out
 
 
-def _other(em: ExplainModel, relaxed: Relaxed, solver: object) -> list[Change]:
+def _other(em: ExplainModel, relaxed: Relaxed, solver: cp_model.CpSolver) -> list[Change]:
     kind = relaxed.rule.kind
     if kind == kinds.TDM_REVOCABLE:
         return [_revocable(em, relaxed, solver)]

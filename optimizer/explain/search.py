@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
@@ -39,9 +39,8 @@ class Relaxed:
 @dataclass
 class Correction:
     relaxed: list[Relaxed]
-    values: dict[str, int] = field(default_factory=dict)
-    """Value of every variable the remedies read (by name)."""
-    solver: cp_model.CpSolver | None = None
+    solver: cp_model.CpSolver
+    """The solver holding the solution, for the remedies to read where pods went."""
 
 
 def _solver(seconds: float = SECONDS) -> cp_model.CpSolver:
