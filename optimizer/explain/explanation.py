@@ -265,9 +265,14 @@ def explain(
     note = _plan_note(instance, plan, target)
     nodes = search.where_it_fits(em)
     if nodes is not None:
+        why = (
+            "Volcano's cycle did not get to it"
+            if engine == "greedy"
+            else f"the {plan.solver.status if plan.solver else 'CP-SAT'} search did not admit it"
+        )
         out.dominant = note or (
-            f"it fits in the room the plan leaves (on {', '.join(nodes[:3])}); the plan kept it "
-            f"out for the order or the objective it follows ({reason or 'no reason given'})"
+            f"it fits in the room the plan leaves (on {', '.join(nodes[:3])}), but {why} "
+            f"({reason or 'no reason given'})"
         )
         return out
     proof = search.blocking_core(em)
