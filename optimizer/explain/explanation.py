@@ -19,6 +19,7 @@ from models.workload import Job
 
 from ..options import SolveOptions
 from ..plan import ADMITTED, PENDING, RUNNING, Plan
+from . import rules as kinds
 from . import search
 from .model import ExplainModel
 from .remedies import Change, Variant, changes, compose
@@ -177,23 +178,18 @@ def _costs(
     instance: Instance, before: Plan, after: Plan, job: str, found: list[Change]
 ) -> list[str]:
     """Jobs that lose by the change: those it stops, and those the new plan keeps out."""
-    out = [
-        f"job {c.rule.split(':', 1)[1]} stays pending"
-        for c in found
-        if c.rule.startswith("planned:")
-    ]
+    out = [f"job {c.job} stays pending" for c in found if c.kind == kinds.PLACED]
     for c in found:
-        if c.rule.startswith("evict:"):
-            victim = instance.job_by_key[c.rule.split(":", 1)[1]]
-            lost = c.text.split(" (")[0].removeprefix("if ").split(" ")[0]
-            left = sum(1 for p in victim.pods if p.running) - int(lost)
+        if c.kind == kinds.EVICT:
+            victim = instance.job_by_key[c.job]
+            left = sum(1 for p in victim.pods if p.running) - c.pods
             stops = (
                 " (below its minAvailable: the job stops)" if left < victim.min_available else ""
             )
-            out.append(f"job {victim.key}: {lost} pod(s) evicted{stops}")
+            out.append(f"job {victim.key}: {c.pods} pod(s) evicted{stops}")
     old = {d.job: d.status for d in before.jobs}
     new = {d.job: d.status for d in after.jobs}
-    named = {c.rule.split(":", 1)[1] for c in found if c.rule.startswith(("evict:", "planned:"))}
+    named = {c.job for c in found if c.job}
     for key, status in old.items():
         if key == job or key in named:
             continue
@@ -270,9 +266,13 @@ def explain(
             if engine == "greedy"
             else f"the {plan.solver.status if plan.solver else 'CP-SAT'} search did not admit it"
         )
-        out.dominant = note or (
-            f"it fits in the room the plan leaves (on {', '.join(nodes[:3])}), but {why} "
-            f"({reason or 'no reason given'})"
+        out.dominant = (
+            note
+            or static
+            or (
+                f"it fits in the room the plan leaves (on {', '.join(nodes[:3])}), but {why} "
+                f"({reason or 'no reason given'})"
+            )
         )
         return out
     proof = search.blocking_core(em)

@@ -42,6 +42,10 @@ class Change:
     rule: str
     text: str
     apply: Variant | None = None
+    job: str = ""
+    """For changes to other jobs (evictions, a planned job held back): that job."""
+    pods: int = 0
+    """For evictions: how many pods."""
 
 
 def volcano_amount(name: str, amount: int) -> int:
@@ -248,14 +252,16 @@ def _evict(relaxed: Relaxed, solver: cp_model.CpSolver) -> Change:
     job = relaxed.rule.job
     pods = [p for p, flag in relaxed.rule.facts["pods"] if solver.value(flag)]
     text = f"if {len(pods)} pod(s) of preemptable job {job} are evicted ({', '.join(pods)})"
-    return Change(kinds.EVICT, relaxed.rule.key, text, lambda i: whatif.with_evicted(i, pods))
+    return Change(
+        kinds.EVICT, relaxed.rule.key, text, lambda i: whatif.with_evicted(i, pods), job, len(pods)
+    )
 
 
 def _placed(relaxed: Relaxed) -> Change:
     job = relaxed.rule.job
     text = f"if job {job}, which the plan starts, stays pending"
     return Change(
-        kinds.PLACED, relaxed.rule.key, text, lambda i: whatif.with_jobs(i, removed=[job])
+        kinds.PLACED, relaxed.rule.key, text, lambda i: whatif.with_jobs(i, removed=[job]), job
     )
 
 
