@@ -39,8 +39,8 @@ def dominant_reason(instance: Instance, plan: Plan, job: str) -> str | None:
     if nodes is not None:
         status = plan.solver.status if plan.solver is not None else "its"
         return (
-            f"it fits in the room the plan leaves (on {', '.join(nodes[:3])}); the {status} "
-            "search ended before a plan admitting it"
+            f"it fits in the room the plan leaves (on {', '.join(nodes[:3])}), but the {status} "
+            "search did not admit it"
         )
     core = search.blocking_core(em, seconds=CORE_SECONDS).rules
     return dominant(em, core) if core else None

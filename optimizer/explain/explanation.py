@@ -26,6 +26,7 @@ from .remedies import Change, Variant, changes, compose
 from .target import find_job
 from .words import describe, dominant
 
+FITS = "it fits in the room the plan leaves"
 RESOLVE_SECONDS = 10.0
 ALTERNATIVE_SECONDS = 10.0
 ALTERNATIVES = 6
@@ -266,14 +267,9 @@ def explain(
             if engine == "greedy"
             else f"the {plan.solver.status if plan.solver else 'CP-SAT'} search did not admit it"
         )
-        out.dominant = (
-            note
-            or static
-            or (
-                f"it fits in the room the plan leaves (on {', '.join(nodes[:3])}), but {why} "
-                f"({reason or 'no reason given'})"
-            )
-        )
+        fits = f"{FITS} (on {', '.join(nodes[:3])}), but {why}"
+        engine_says = f" ({reason})" if reason and not reason.startswith(FITS) else ""
+        out.dominant = note or static or fits + engine_says
         return out
     proof = search.blocking_core(em)
     core = proof.rules
