@@ -166,3 +166,15 @@ def test_a_pod_larger_than_every_node_says_so_with_the_largest():
         "each pod of task w asks for 100 cpu, more than any node has (largest: 64): it needs "
         "larger nodes"
     )
+
+
+def test_a_job_that_fits_in_the_room_a_plan_leaves_is_said_to_fit():
+    """A hand-written plan that places nothing: want's 8 GPUs fit on either free node."""
+    from explain_cases import CAPACITY, TWO_NODES, build, want
+
+    from optimizer.plan import Plan
+
+    instance = build(CAPACITY, TWO_NODES, "jobs:\n", want())
+    found = explain(instance, "want", "cpsat", plan=Plan(instance="case"), options=OPTIONS)
+    assert found.dominant.startswith("it fits in the room the plan leaves (on gpu-a-00")
+    assert found.changes == [] and found.blockers == []
