@@ -21,7 +21,7 @@ from .. import whatif
 from ..options import SolveOptions
 from ..plan import ADMITTED, PENDING, RUNNING, Plan
 from . import search
-from .model import ExplainModel
+from .model import MAX_NEW_NODES, ExplainModel
 from .words import describe
 
 
@@ -143,7 +143,8 @@ def capacity(
         core = search.blocking_core(em, lifted=("nodes",)).rules
         out.possible = False
         out.reason = "; ".join(describe(em, r) for r in core if r.key != "nodes") or (
-            "no node like that can hold their pods"
+            f"no node like that can hold their pods, or more than {MAX_NEW_NODES} per "
+            "HyperNode leaf would be needed"
         )
         return out
     solver = found.solver

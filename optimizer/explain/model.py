@@ -38,7 +38,8 @@ from .leftover import DeviceRoom, Holder, Leftover, leftover, request_of
 from .rules import Rule
 
 MAX_NEW_NODES = 32
-"""Added nodes considered per HyperNode leaf: a bound, not a guess (the search minimises)."""
+"""Added nodes considered per HyperNode leaf, at most one per pod still needed: a bound, not a
+guess (the search minimises)."""
 
 
 @dataclass
@@ -194,7 +195,7 @@ class ExplainModel:
         return max(nodes, key=worth) if nodes else None
 
     def _new_places(self, like: str | None) -> None:
-        slots = min(MAX_NEW_NODES, max((t.need for t in self.targets), default=0) * 2)
+        slots = min(MAX_NEW_NODES, sum(t.need for t in self.targets))
         nodes_rule = self.rule("nodes", kinds.NODES, "")
         opened_all = []
         for leaf, nodes in self._leaves().items():

@@ -74,3 +74,19 @@ def test_unknown_queue_or_node_is_bad_input():
         capacity(nodes_case(), queue="nope", engine="greedy", options=OPTIONS)
     with pytest.raises(InputError, match="no such node"):
         capacity(nodes_case(), like="nope", engine="greedy", options=OPTIONS)
+
+
+def test_many_small_jobs_count_one_node_each_when_one_pod_fills_a_node():
+    """Six pending one-pod jobs of 8 GPUs on a full cluster: six nodes, one per job."""
+    jobs = "".join(want(8).replace("name: want", f"name: want-{i}") for i in range(6))
+    instance = build(
+        CAPACITY,
+        TWO_NODES,
+        "jobs:\n",
+        running("a", "gpu-a-001", 8),
+        running("b", "gpu-a-002", 8),
+        jobs,
+    )
+    found = capacity(instance, engine="greedy", options=OPTIONS, check=False)
+    assert len(found.jobs) == 6
+    assert found.count == 6
