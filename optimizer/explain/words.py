@@ -45,9 +45,11 @@ def describe(em: ExplainModel, rule: Rule) -> str:
     if kind == kinds.QUEUE:
         name = str(facts["resource"])
         queue, limit, used = facts["checks"][0]
+        conf = em.instance.scheduler
+        field = "realCapability" if conf.has("capacity") else "deserved"
         return (
             f"queue {queue} already holds {_amount(name, used)} of its {_amount(name, limit)} "
-            f"{name} limit, and {'the job asks' if len(em.targets) == 1 else 'the jobs ask'} "
+            f"{name} ({field}), and {'the job asks' if len(em.targets) == 1 else 'the jobs ask'} "
             f"for {_amount(name, _asks(_in_queue(em, queue), name))} more"
         )
     if kind == kinds.TOPOLOGY:
