@@ -290,7 +290,15 @@ def changes(em: ExplainModel, found: Correction) -> list[Change]:
     """The changes of a correction, one per given-up rule (added nodes: one per leaf)."""
     solver = found.solver
     out: list[Change] = []
-    for relaxed in found.relaxed:
+    tree = em.instance.queue_tree
+
+    def order(relaxed: Relaxed) -> tuple[int, int]:
+        """Queue limits parent first: a child's capability may not pass its parent's."""
+        queue = relaxed.rule.facts.get("queue")
+        depth = tree.depth(str(queue)) if relaxed.rule.kind == kinds.QUEUE else 0
+        return relaxed.rule.rank, depth
+
+    for relaxed in sorted(found.relaxed, key=order):
         kind = relaxed.rule.kind
         if kind == kinds.QUEUE:
             out.append(_queue(em, relaxed))

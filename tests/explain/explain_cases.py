@@ -304,3 +304,22 @@ def shared_gpu_case() -> Instance:
         '    resources: {cpu: "1", nvidia.com/gpu: 1, nvidia.com/gpumem: 40000}\n'
     )
     return build(CAPACITY, TWO_NODES, "jobs:\n", running("a", "gpu-a-001", 8), share, asks)
+
+
+def nested_limits_case() -> Instance:
+    """team-a's own capability 8 and research's 8 both bind (a holds 4 in team-a, want asks
+    8): both must rise by 4, research first so that team-a stays within it."""
+    queues = """\
+queues:
+- {name: root}
+- {name: research, parent: root, capability: {nvidia.com/gpu: 8}}
+- {name: team-a, parent: research, capability: {nvidia.com/gpu: 8}}
+"""
+    return build(
+        HIERARCHY,
+        TWO_NODES,
+        queues,
+        "jobs:\n",
+        running("a", "gpu-a-001", 4, queue="team-a"),
+        want(queue="team-a"),
+    )

@@ -178,3 +178,16 @@ def test_a_job_that_fits_in_the_room_a_plan_leaves_is_said_to_fit():
     found = explain(instance, "want", "cpsat", plan=Plan(instance="case"), options=OPTIONS)
     assert found.dominant.startswith("it fits in the room the plan leaves (on gpu-a-00")
     assert found.changes == [] and found.blockers == []
+
+
+@pytest.mark.parametrize("engine", ["greedy", "cpsat"])
+def test_nested_queue_limits_rise_parent_first(engine):
+    from explain_cases import nested_limits_case
+
+    instance = nested_limits_case()
+    found = explain(instance, "want", engine, options=OPTIONS)
+    assert [c.text for c in found.changes] == [
+        "queue research: nvidia.com/gpu capability +4 (8 → 12)",
+        "queue team-a: nvidia.com/gpu capability +4 (8 → 12)",
+    ]
+    assert _admits(instance, found, engine)
