@@ -307,19 +307,20 @@ def shared_gpu_case() -> Instance:
 
 
 def nested_limits_case() -> Instance:
-    """team-a's own capability 8 and research's 8 both bind (a holds 4 in team-a, want asks
-    8): both must rise by 4, research first so that team-a stays within it."""
+    """a-team's own capability 8 and its parent org's 8 both bind (a holds 4 in a-team, want
+    asks 8): both must rise by 4, org first so that a-team stays within it (the child's name
+    sorts first, so name order would get it wrong)."""
     queues = """\
 queues:
 - {name: root}
-- {name: research, parent: root, capability: {nvidia.com/gpu: 8}}
-- {name: team-a, parent: research, capability: {nvidia.com/gpu: 8}}
+- {name: org, parent: root, capability: {nvidia.com/gpu: 8}}
+- {name: a-team, parent: org, capability: {nvidia.com/gpu: 8}}
 """
     return build(
         HIERARCHY,
         TWO_NODES,
         queues,
         "jobs:\n",
-        running("a", "gpu-a-001", 4, queue="team-a"),
-        want(queue="team-a"),
+        running("a", "gpu-a-001", 4, queue="a-team"),
+        want(queue="a-team"),
     )

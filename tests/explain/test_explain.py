@@ -187,7 +187,7 @@ def test_nested_queue_limits_rise_parent_first(engine):
     instance = nested_limits_case()
     found = explain(instance, "want", engine, options=OPTIONS)
     assert [c.text for c in found.changes] == [
-        "queue research: nvidia.com/gpu capability +4 (8 → 12)",
-        "queue team-a: nvidia.com/gpu capability +4 (8 → 12)",
+        "queue org: nvidia.com/gpu capability +4 (8 → 12)",
+        "queue a-team: nvidia.com/gpu capability +4 (8 → 12)",
     ]
     assert _admits(instance, found, engine)
