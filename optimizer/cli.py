@@ -269,7 +269,10 @@ def _engine_report_arguments(p: argparse.ArgumentParser) -> None:
         help="whose plan to read: cpsat or greedy (Volcano's own cycle); default cpsat",
     )
     p.add_argument(
-        "--format", choices=("text", "yaml", "json"), default="text", help="default text"
+        "--format",
+        choices=("text", "yaml", "json"),
+        default="text",
+        help="how to print the answer (default text)",
     )
     p.add_argument(
         "--no-check",
