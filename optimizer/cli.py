@@ -161,6 +161,40 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _report(doc: dict[str, object], text: str, fmt: str) -> str:
+    if fmt == "json":
+        import json
+
+        return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    if fmt == "yaml":
+        return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+    return text
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from .explain import explain
+
+    options = _options(args)
+    instance = load(args.file)
+    _print_warnings(instance.warnings, args.quiet)
+    found = explain(instance, args.job, args.engine, options=options, check=not args.no_check)
+    sys.stdout.write(_report(found.to_dict(), found.to_text(), args.format))
+    return EXIT_OK
+
+
+def cmd_capacity(args: argparse.Namespace) -> int:
+    from .explain import capacity
+
+    options = _options(args)
+    instance = load(args.file)
+    _print_warnings(instance.warnings, args.quiet)
+    found = capacity(
+        instance, args.queue, args.node_like, args.engine, options=options, check=not args.no_check
+    )
+    sys.stdout.write(_report(found.to_dict(), found.to_text(), args.format))
+    return EXIT_OK
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     from .generate import generate, write_instance
 
@@ -269,6 +303,27 @@ def _solver_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="no warnings, no progress")
 
 
+def _engine_report_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="cpsat",
+        help="whose plan to read: cpsat or greedy (Volcano's own cycle); default cpsat",
+    )
+    p.add_argument(
+        "--format",
+        choices=("text", "yaml", "json"),
+        default="text",
+        help="how to print the answer (default text)",
+    )
+    p.add_argument(
+        "--no-check",
+        action="store_true",
+        help="do not solve again with the change applied (faster; no round-trip verdict)",
+    )
+    _solver_arguments(p)
+
+
 INSTANCE_HELP = "instance file: vcopt YAML, or a kubectl get -o yaml dump of the same objects"
 
 
@@ -343,6 +398,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _solver_arguments(p)
     p.set_defaults(func=cmd_compare)
+
+    p = sub.add_parser(
+        "explain", help="why a job is pending, and the smallest change that lets it start"
+    )
+    p.add_argument("file", help=INSTANCE_HELP)
+    p.add_argument("job", help="the job: namespace/name, or a name only one job has")
+    _engine_report_arguments(p)
+    p.set_defaults(func=cmd_explain)
+
+    p = sub.add_parser(
+        "capacity", help="the fewest nodes of one shape to add so that pending jobs start"
+    )
+    p.add_argument("file", help=INSTANCE_HELP)
+    p.add_argument("--queue", help="only the pending jobs of this queue (default: all)")
+    p.add_argument(
+        "--node-like",
+        metavar="NODE",
+        help="add copies of this node (default: per HyperNode leaf, its most capable node)",
+    )
+    _engine_report_arguments(p)
+    p.set_defaults(func=cmd_capacity)
 
     p = sub.add_parser("generate", help="a synthetic instance of a named shape")
     p.add_argument(

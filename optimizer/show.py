@@ -23,6 +23,8 @@ from models.resources import CPU, INFINITE, NVIDIA_GPU, PODS, Resources
 from models.tdm import node_zone
 from models.workload import Task
 
+from .explain.position import queue_positions
+
 UNSET = "-"
 UNLIMITED = "∞"
 _BINARY = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
@@ -227,6 +229,8 @@ def request_text(task: Task) -> str:
 
 
 def job_table(instance: Instance) -> str:
+    """Jobs with their queue position: the order Volcano would try each queue's pending jobs."""
+    positions = queue_positions(instance)
     rows = []
     for job in instance.jobs:
         topo = job.network_topology
@@ -239,6 +243,7 @@ def job_table(instance: Instance) -> str:
             [
                 job.key,
                 job.queue,
+                positions.get(job.key, UNSET),
                 job.priority,
                 f"{running}/{job.replicas}",
                 job.min_available,
@@ -250,6 +255,7 @@ def job_table(instance: Instance) -> str:
     header = [
         "JOB",
         "QUEUE",
+        "POSITION",
         "PRIORITY",
         "RUNNING",
         "MINAVAILABLE",

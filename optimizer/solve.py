@@ -3,7 +3,8 @@
 The CP-SAT engine always starts from the greedy plan (its hint and its floor), so asking for
 ``cpsat`` runs ``greedy`` first; both plans carry the same metrics so they can be compared.
 The time limit covers everything from here on: the greedy baseline is the first phase of the
-CP-SAT engine's budget.
+CP-SAT engine's budget, and a small part of it is kept back for naming why each pending job
+of a CP-SAT plan is pending (``optimizer.explain.annotate``).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from models.instance import Instance
 from .budget import Budget
 from .cpsat.engine import solve as solve_cpsat
 from .disruption import check_budgets
+from .explain.annotate import MAX_NODES, REASON_SECONDS, REASON_SHARE, annotate
 from .greedy.engine import solve as solve_greedy
 from .metrics import evaluate
 from .options import SolveOptions
-from .plan import Plan
+from .plan import PENDING, Plan
 from .progress import Progress
 
 ENGINES = ("cpsat", "greedy")
@@ -24,6 +26,32 @@ ENGINES = ("cpsat", "greedy")
 
 def with_metrics(instance: Instance, plan: Plan) -> Plan:
     return plan.replace(metrics=evaluate(instance, plan).as_dict())
+
+
+def _reserve(instance: Instance, greedy: Plan, limit: float) -> float:
+    """Seconds of the time limit kept back from the CP-SAT engine for the pending reasons: a
+    tenth of the limit, at most :data:`REASON_SECONDS`, and none when greedy leaves nothing
+    pending or the cluster is too large for per-job reasons."""
+    pending = any(d.status == PENDING for d in greedy.jobs)
+    if not pending or len(instance.nodes) > MAX_NODES:
+        return 0.0
+    return min(REASON_SECONDS, REASON_SHARE * limit)
+
+
+def annotated(instance: Instance, plan: Plan, budget: Budget | None = None) -> Plan:
+    """The plan with queue positions and, for CP-SAT plans, each pending job's dominant
+    reason (within what is left of the time limit)."""
+    seconds = min(REASON_SECONDS, budget.remaining()) if budget is not None else 0.0
+    return annotate(instance, plan, reasons=budget is not None, seconds=seconds)
+
+
+def _cpsat(
+    instance: Instance, options: SolveOptions, greedy: Plan, budget: Budget, progress: Progress
+) -> Plan:
+    """The CP-SAT plan, within the limit less the reserve for pending reasons."""
+    reserve = _reserve(instance, greedy, options.time_limit)
+    engine_budget = Budget(options.time_limit - reserve, budget.clock, budget.started)
+    return solve_cpsat(instance, options, greedy, budget=engine_budget, progress=progress)
 
 
 def solve(
@@ -42,10 +70,10 @@ def solve(
     progress.phase("greedy")
     greedy = solve_greedy(instance, options.seed)
     if engine == "greedy":
-        return with_metrics(instance, greedy)
-    plan = solve_cpsat(instance, options, greedy, budget=budget, progress=progress)
+        return with_metrics(instance, annotated(instance, greedy))
+    plan = _cpsat(instance, options, greedy, budget, progress)
     progress.phase("metrics")
-    return with_metrics(instance, plan)
+    return with_metrics(instance, annotated(instance, plan, budget))
 
 
 def solve_both(
@@ -58,6 +86,9 @@ def solve_both(
     budget = Budget(options.time_limit)
     progress.phase("greedy")
     greedy = solve_greedy(instance, options.seed)
-    cpsat = solve_cpsat(instance, options, greedy, budget=budget, progress=progress)
+    cpsat = _cpsat(instance, options, greedy, budget, progress)
     progress.phase("metrics")
-    return with_metrics(instance, greedy), with_metrics(instance, cpsat)
+    return (
+        with_metrics(instance, annotated(instance, greedy)),
+        with_metrics(instance, annotated(instance, cpsat, budget)),
+    )

@@ -22,11 +22,13 @@ import pandas as pd
 
 from models.cluster import Node, with_gpu_allocatable
 from models.errors import InputError, Problem
+from models.gpu import gpu_filter
 from models.instance import Instance
 from models.resources import Resources
 from models.scheduler_conf import PluginOption, SchedulerConf
 from models.tdm import TDM_PLUGIN, ZONE_ARG_PREFIX
-from models.workload import Job, NetworkTopology
+from models.topology import Member, MemberSelector
+from models.workload import Job, NetworkTopology, pod_name
 
 from .metrics import evaluate
 from .options import SolveOptions
@@ -171,6 +173,131 @@ def with_jobs(
     first = len(jobs)
     jobs.extend(replace(job, order=first + i) for i, job in enumerate(added))
     return _checked(instance.replace(jobs=tuple(jobs)))
+
+
+def with_task(instance: Instance, job: str, task: str, **changes: Any) -> Instance:
+    """Task ``task`` of job ``job`` (``namespace/name``) with fields of
+    :class:`models.workload.Task` replaced, e.g. ``annotations``, ``tolerations``,
+    ``node_selector``; new annotations also re-derive the task's GPU filter."""
+    found = instance.job_by_key.get(job)
+    if found is None or task not in {t.name for t in found.tasks}:
+        raise InputError([_problem(f'Job "{job}"', "tasks", f"no task {task!r} in such a job")])
+    tasks = []
+    for t in found.tasks:
+        if t.name == task:
+            extra = dict(changes)
+            if "annotations" in extra and t.gpu:
+                extra.setdefault("gpu_filter", gpu_filter(extra["annotations"]))
+            t = replace(t, **extra)
+        tasks.append(t)
+    changed = replace(found, tasks=tuple(tasks))
+    jobs = tuple(changed if j.key == job else j for j in instance.jobs)
+    return _checked(instance.replace(jobs=jobs))
+
+
+def with_node_labels(instance: Instance, labels: Mapping[str, Mapping[str, str]]) -> Instance:
+    """Nodes relabelled: per node name, labels to set (merged into the node's own)."""
+    unknown = set(labels) - set(instance.node_by_name)
+    if unknown:
+        raise InputError([_problem("what-if", "labels", f"no such node(s): {sorted(unknown)}")])
+    nodes = tuple(
+        replace(n, labels={**n.labels, **labels[n.name]}) if n.name in labels else n
+        for n in instance.nodes
+    )
+    return _checked(instance.replace(nodes=nodes))
+
+
+def with_node(instance: Instance, name: str, **changes: Any) -> Instance:
+    """Node ``name`` with fields of :class:`models.cluster.Node` replaced (e.g.
+    ``unschedulable=False`` to uncordon it, ``taints``); its running pods stay."""
+    if name not in instance.node_by_name:
+        raise InputError([_problem(f'Node "{name}"', "name", "no such node")])
+    nodes = tuple(replace(n, **changes) if n.name == name else n for n in instance.nodes)
+    return _checked(instance.replace(nodes=nodes))
+
+
+def with_evicted(instance: Instance, pods: Iterable[str], *, requeue: bool = False) -> Instance:
+    """The named running pods (``namespace/name``) evicted. By default they are gone, as when
+    a preemptor takes their room in the same cycle: their task has that many fewer replicas
+    (the remaining running pods keep their nodes, renumbered in order) and the job's
+    minAvailable is capped by what is left. With ``requeue`` they wait again as pending pods
+    of their job, free to compete for any room."""
+    gone = set(pods)
+    unknown = gone - {p.key for p in instance.pods if p.running}
+    if unknown:
+        raise InputError(
+            [_problem("what-if", "evicted", f"no such running pod(s): {sorted(unknown)}")]
+        )
+    jobs = []
+    for j in instance.jobs:
+        lost = {
+            r for r in j.running if f"{j.namespace}/{pod_name(j.name, r.task, r.index)}" in gone
+        }
+        if not lost:
+            jobs.append(j)
+        elif requeue:
+            jobs.append(replace(j, running=tuple(r for r in j.running if r not in lost)))
+        else:
+            jobs.append(_scaled_down(j, lost))
+    return _checked(instance.replace(jobs=tuple(jobs)))
+
+
+def _scaled_down(job: Job, lost: set[Any]) -> Job:
+    tasks = []
+    running = []
+    for task in job.tasks:
+        mine = sorted((r for r in job.running if r.task == task.name), key=lambda r: r.index)
+        dropped = sum(1 for r in mine if r in lost)
+        kept = [r for r in mine if r not in lost]
+        running.extend(replace(r, index=i) for i, r in enumerate(kept))
+        tasks.append(replace(task, replicas=task.replicas - dropped) if dropped else task)
+    replicas = sum(t.replicas for t in tasks)
+    return replace(
+        job,
+        tasks=tuple(t for t in tasks if t.replicas > 0),
+        running=tuple(running),
+        min_available=min(job.min_available, replicas),
+    )
+
+
+def with_nodes_like(
+    instance: Instance, node: str, count: int, hypernode: str | None = None
+) -> Instance:
+    """``count`` new nodes shaped like ``node`` (labels, taints, allocatable, devices), named
+    ``<node>-new-<i>``, in HyperNode ``hypernode`` (default: ``node``'s lowest one). A copy the
+    HyperNode's selectors do not already take in (exact or regex names) is added to it as an
+    exact member, as an operator adds a new machine to its rack."""
+    template = instance.node_by_name.get(node)
+    if template is None:
+        raise InputError([_problem(f'Node "{node}"', "name", "no such node")])
+    taken = set(instance.node_by_name)
+    added = []
+    i = 0
+    while len(added) < count:
+        i += 1
+        name = f"{node}-new-{i}"
+        if name in taken:
+            continue
+        gpus = tuple(replace(d, id=f"{d.id}-new-{i}") for d in template.gpus)
+        added.append(replace(template, name=name, gpus=gpus))
+    leaf = hypernode or instance.topology.leaf_of(node)
+    grown = with_nodes(instance, added)
+    if leaf is None or leaf == instance.topology.TOP:
+        return grown
+    missing = [n.name for n in added if n.name not in grown.topology.real_nodes(leaf)]
+    if not missing:
+        return grown
+    hypernodes = tuple(
+        replace(
+            h,
+            members=h.members
+            + tuple(Member("Node", MemberSelector(exact_name=m)) for m in missing),
+        )
+        if h.name == leaf
+        else h
+        for h in grown.hypernodes
+    )
+    return _checked(grown.replace(hypernodes=hypernodes))
 
 
 def _problem(obj: str, field: str, message: str) -> Problem:

@@ -324,7 +324,7 @@ def compile_instance(
         if key not in found:
             found[key] = find_candidates(instance, g, classes, tdm_lookahead)
         g.where = found[key]
-    limits, deserved, guarantee, members, leaf_ok = _queues(instance)
+    limits, deserved, guarantee, members, leaf_ok = queue_tables(instance)
     return Compiled(
         instance=instance,
         nodes=nodes,
@@ -402,7 +402,7 @@ def _proportion_attrs(instance: Instance, with_jobs: set[str]) -> dict[str, Queu
     }
 
 
-def _queues(instance: Instance) -> QueueTables:
+def queue_tables(instance: Instance) -> QueueTables:
     """Queue limits as the configured quota plugin enforces them at allocation time."""
     conf = instance.scheduler
     tree = instance.queue_tree

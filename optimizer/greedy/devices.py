@@ -173,10 +173,12 @@ def fit(
             )
         cores = request.booked_cores
         found = 0
+        filtered = 0
         for i in device_order(policy, used_num, used_mem):
             dev = gpus[i].device
             memory = request.memory_on(dev.memory)
             if not _usable(rules, dev.id, dev.type, check_health and not dev.health):
+                filtered += 1
                 continue
             if used_num[i] >= dev.count or i in spread_blocked:
                 continue
@@ -193,14 +195,28 @@ def fit(
             if found == request.nums:
                 break
         if found < request.nums:
-            cores_text = f" and {cores} cores" if cores else ""
-            return FitFailure(
-                UNSCHEDULABLE,
-                f"{node.name}: {found}/{len(gpus)} GPUs with {_memory_text(request)}"
-                f"{cores_text} free, needs {request.nums}",
-                PLUGIN,
-            )
+            return FitFailure(UNSCHEDULABLE, _shortage(node, request, found, filtered), PLUGIN)
     return DeviceFit(tuple(chosen), score)
+
+
+def _shortage(node: NodeInfo, request: GpuRequest, found: int, filtered: int) -> str:
+    """Why a container found too few devices: the devices the pod's type, UUID or health
+    filter rules out are not counted as "not free", so a node whose cards are all of the
+    wrong type never reads as a node that is merely full."""
+    gpus = node.gpus
+    if filtered == len(gpus):
+        types = ", ".join(sorted({g.device.type for g in gpus}))
+        return (
+            f"{node.name}: none of its {len(gpus)} GPUs ({types}) passes the pod's GPU type, "
+            "UUID or health filter"
+        )
+    cores = request.booked_cores
+    cores_text = f" and {cores} cores" if cores else ""
+    excluded = f" ({filtered} excluded by the pod's GPU filter)" if filtered else ""
+    return (
+        f"{node.name}: {found}/{len(gpus)} GPUs with {_memory_text(request)}"
+        f"{cores_text} free{excluded}, needs {request.nums}"
+    )
 
 
 def _usable(rules: _Rules, uuid: str, dev_type: str, unhealthy: bool) -> bool:

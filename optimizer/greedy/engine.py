@@ -156,12 +156,23 @@ def _reason(ssn: Session, job: JobInfo) -> str:
 
 
 def _held_note(ssn: Session, job: JobInfo, held: list[TaskInfo]) -> str:
-    waiting = sum(1 for t in held if t.status is Status.PIPELINED)
+    """What the held pods wait for. Pipelining only says a pod fits a node's future idle
+    resources; when nothing on those nodes is being released, nothing will free room for
+    them, and the note says so instead of promising a release."""
+    pipelined = [t for t in held if t.status is Status.PIPELINED]
+    waiting = len(pipelined)
+    nodes = sorted({t.node for t in pipelined})
+    releasing = any(any(ssn.nodes[n].releasing) for n in nodes)
+    on = f" on {', '.join(nodes[:3])}" + (f" and {len(nodes) - 3} more" if len(nodes) > 3 else "")
+    if releasing:
+        wait = f"{waiting} pod(s) pipelined{on}, waiting for resources being released"
+    else:
+        wait = f"{waiting} pod(s) pipelined{on}, where nothing is being released"
     if ssn.job_ready(job):
-        return f"{waiting} pod(s) pipelined, waiting for resources being released"
+        return wait
     if not waiting:
         return f"{len(held)} pod(s) held in this cycle but not bound: the gang is not ready"
     return (
         f"{len(held)} pod(s) held in this cycle but not bound: the gang reached minAvailable "
-        f"only with {waiting} pod(s) pipelined on resources being released"
+        f"only with {wait}"
     )

@@ -237,6 +237,7 @@ def _read_jobs(raw: object, instance: Instance, bad: Report) -> list[JobDecision
             )
             continue
         tier = entry.get("lcaTier")
+        position = entry.get("queuePosition")
         out.append(
             JobDecision(
                 entry["job"],
@@ -244,6 +245,7 @@ def _read_jobs(raw: object, instance: Instance, bad: Report) -> list[JobDecision
                 str(entry.get("reason", "")),
                 entry.get("hypernode"),
                 tier if isinstance(tier, int) else None,
+                position if isinstance(position, int) else None,
             )
         )
     return out

@@ -69,6 +69,9 @@ class JobDecision:
     reason: str = ""
     hypernode: str | None = None
     lca_tier: int | None = None
+    position: int | None = None
+    """For a job with pending pods, its place (1 = first) in the order Volcano would try its
+    queue's pending jobs, as Kueue's visibility API shows it."""
 
 
 @dataclass(frozen=True)

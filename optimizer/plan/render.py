@@ -122,13 +122,14 @@ def _render(table: Table) -> str:
 def plan_table(plan: Plan, instance: Instance) -> str:
     """Jobs with their status, then every pod that the plan moves."""
     jobs = Table(title=f"Plan for {plan.instance or instance.name} ({plan.engine})")
-    for col in ("job", "queue", "status", "hypernode", "LCA tier", "reason"):
+    for col in ("job", "queue", "position", "status", "hypernode", "LCA tier", "reason"):
         jobs.add_column(col)
     for d in plan.jobs:
         job = instance.job_by_key.get(d.job)
         jobs.add_row(
             d.job,
             job.queue if job else "",
+            "" if d.position is None else str(d.position),
             d.status,
             d.hypernode or "",
             "" if d.lca_tier is None else str(d.lca_tier),

@@ -101,7 +101,7 @@ def _solver_dict(s: SolverInfo) -> dict[str, Any]:
 
 
 def _compact(d: Mapping[str, Any], keep: Sequence[str]) -> dict[str, Any]:
-    names = {"lca_tier": "lcaTier"}
+    names = {"lca_tier": "lcaTier", "position": "queuePosition"}
     return {names.get(k, k): v for k, v in d.items() if k in keep or v not in (None, "")}
 
 

@@ -214,7 +214,14 @@ def place(ssn: Session, stmt: Statement, task: TaskInfo, node: NodeInfo) -> None
 
 
 def quota_reason(ssn: Session, job: JobInfo, task: TaskInfo) -> str:
-    """Why ``Allocatable`` refused the task, from the quota plugin when it can say."""
+    """Why ``Allocatable`` refused the task, from the quota plugin when it can say.
+
+    A resource no node offers makes every quota derived from the cluster total zero, so the
+    quota refusal is true but hides the cause: the reason then names the missing resource.
+    """
+    total = ssn.instance.total_allocatable
+    absent = [r for r in task.task.resources if task.task.resources.get(r) > 0 and not total.get(r)]
+    note = f" (no node offers {', '.join(absent)})" if absent else ""
     for name in ("capacity", "proportion"):
         plugin = ssn.plugins.get(name)
         explain = getattr(plugin, "quota_reason", None)
@@ -222,8 +229,8 @@ def quota_reason(ssn: Session, job: JobInfo, task: TaskInfo) -> str:
             queue = ssn.queue_of(job)
             reason = explain(queue, task) if queue is not None else None
             if reason:
-                return reason
-    return f"queue {job.queue}: not allocatable"
+                return reason + note
+    return f"queue {job.queue}: not allocatable{note}"
 
 
 # -- hard topology (§4.3–§4.5) -------------------------------------------------------------
@@ -319,6 +326,11 @@ def topology_reason(ssn: Session, job: JobInfo, gradients: list[list[str]]) -> s
     """Which tiers the HyperNode search tried, for the pending reason."""
     spec = job.job.network_topology
     mode = spec.mode if spec is not None else "hard"
+    if not ssn.conf.enforces_topology:
+        return (
+            f"{mode} network topology not enforced (network-topology-aware is not configured): "
+            "the whole cluster was searched and could not hold the gang"
+        )
     limit = "any tier up to the whole cluster" if mode == "soft" else f"tier ≤ {job.hard_tier}"
     if not gradients:
         return (

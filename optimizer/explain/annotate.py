@@ -1,0 +1,70 @@
+"""What both engines' plans say about pending jobs beyond their own reasons: the queue
+position of every job with pending pods, and for CP-SAT plans the dominant reason of each
+pending job, named from the blocking rules the dedicated model proves (``search.py``).
+
+The CP-SAT engine decides every job at once and can only say that a job was not admitted;
+the reason comes from asking, job by job, which rules keep it out of the room the plan
+leaves. That costs one small model per pending job, so it is done within a time allowance;
+jobs not reached keep the engine's own sentence.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from models.instance import Instance
+
+from ..plan import PENDING, Plan
+from . import search
+from .model import ExplainModel
+from .position import queue_positions
+from .words import dominant
+
+REASON_SECONDS = 5.0
+CORE_SECONDS = 0.5
+"""Per job, for making its core minimal; past it the first rule of a sufficient set is named."""
+REASON_SHARE = 0.1
+"""At most this share of a solve's time limit goes to the reasons."""
+MAX_NODES = 1000
+"""Past this many nodes one job's model takes seconds to build: plans keep the engine's
+sentence, and ``vcopt explain`` answers job by job."""
+
+
+def dominant_reason(instance: Instance, plan: Plan, job: str) -> str | None:
+    """The first blocking rule of ``job`` against ``plan``, in plain words (None if the job
+    fits in what the plan leaves, or nothing the model states blocks it)."""
+    em = ExplainModel(instance, plan, [instance.job_by_key[job]])
+    nodes = search.where_it_fits(em)
+    if nodes is not None:
+        status = plan.solver.status if plan.solver is not None else "its"
+        return (
+            f"it fits in the room the plan leaves (on {', '.join(nodes[:3])}), but the {status} "
+            "search did not admit it"
+        )
+    core = search.blocking_core(em, seconds=CORE_SECONDS).rules
+    return dominant(em, core) if core else None
+
+
+def annotate(
+    instance: Instance, plan: Plan, *, reasons: bool, seconds: float = REASON_SECONDS
+) -> Plan:
+    """``plan`` with queue positions and, when ``reasons``, dominant reasons of pending jobs."""
+    positions = queue_positions(instance)
+    reasons = reasons and len(instance.nodes) <= MAX_NODES
+    deadline = time.perf_counter() + seconds
+    why: dict[str, str] = {}
+    if reasons:
+        # The head of every queue first: those are the jobs Volcano would try next.
+        waiting = [d.job for d in plan.jobs if d.status == PENDING]
+        for job in sorted(waiting, key=lambda k: (positions.get(k, 0), k)):
+            if time.perf_counter() >= deadline:
+                break
+            found = dominant_reason(instance, plan, job)
+            if found:
+                why[job] = found
+    decisions = [
+        replace(d, position=positions.get(d.job), reason=why.get(d.job, d.reason))
+        for d in plan.jobs
+    ]
+    return plan.replace(jobs=tuple(decisions))

@@ -1,0 +1,63 @@
+"""``vcopt explain`` and ``vcopt capacity`` on the command line: output formats and exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+from explain_cases import TEXTS, nodes_case, queue_case
+
+from optimizer.cli import EXIT_INPUT, EXIT_OK, main
+
+FAST = ["--time-limit", "5", "--workers", "1", "-q"]
+
+
+def _write(tmp_path, instance_text: str):
+    path = tmp_path / "case.yaml"
+    path.write_text(instance_text)
+    return str(path)
+
+
+def _source(instance) -> str:
+    return TEXTS[id(instance)]
+
+
+def test_explain_prints_the_reason_and_the_change(tmp_path, capsys):
+    path = _write(tmp_path, _source(queue_case()))
+    assert main(["explain", path, "want", "--engine", "greedy", *FAST]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert out.startswith("default/want is pending in the greedy plan (position 1 in its queue)")
+    assert "queue research: nvidia.com/gpu capability +4 (8 → 12)" in out
+    assert "Solving again with the change applied admits it." in out
+
+
+def test_explain_json_is_a_document(tmp_path, capsys):
+    path = _write(tmp_path, _source(queue_case()))
+    assert main(["explain", path, "default/want", "--format", "json", "--no-check", *FAST]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["job"] == "default/want"
+    assert [c["kind"] for c in doc["changes"]] == ["queue-capability"]
+    assert doc["admittedAfterChange"] is None
+
+
+def test_explain_of_an_unknown_job_is_bad_input(tmp_path, capsys):
+    path = _write(tmp_path, _source(queue_case()))
+    assert main(["explain", path, "nope", "--engine", "greedy", *FAST]) == EXIT_INPUT
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "no such job" in err and "Traceback" not in err
+
+
+def test_capacity_yaml_names_the_count(tmp_path, capsys):
+    path = _write(tmp_path, _source(nodes_case()))
+    args = ["capacity", path, "--node-like", "gpu-a-001", "--engine", "greedy", "--format", "yaml"]
+    assert main([*args, *FAST]) == EXIT_OK
+    doc = yaml.safe_load(capsys.readouterr().out)
+    assert doc["nodes"] == 2
+    assert doc["added"] == [{"like": "gpu-a-001", "hypernode": "rack-1", "count": 2}]
+    assert doc["admitsAfter"] is True and doc["oneFewerAdmits"] is False
+
+
+def test_capacity_with_an_unknown_node_is_bad_input(tmp_path, capsys):
+    path = _write(tmp_path, _source(nodes_case()))
+    assert main(["capacity", path, "--node-like", "nope", *FAST]) == EXIT_INPUT
+    assert "no such node" in capsys.readouterr().err
