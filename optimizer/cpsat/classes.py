@@ -396,7 +396,10 @@ def _evict_groups(
     by_key: dict[tuple[object, ...], list[int]] = {}
     for n in cls.nodes:
         for i, key in node_states[n][1].items():
-            by_key.setdefault(key, []).append(i)
+            # Pods alike but holding devices of different device classes (two devices of one
+            # node, each a class of its own) free different devices when evicted.
+            held = tuple(device_class[n, d] for d, _, _ in running[i].gpus)
+            by_key.setdefault((key, held), []).append(i)
     for pods in by_key.values():
         first = running[pods[0]]
         holdings = [(device_class[first.node, d], mem, cor) for d, mem, cor in first.gpus]

@@ -122,3 +122,40 @@ def test_same_optimum_on_random_instances(doc: dict[str, Any]) -> None:
     by_node, status_b = _optimum(inst, aggregate=False)
     if status_a == status_b == Status.OPTIMAL:
         assert by_class == by_node
+
+
+HELD_APART = """
+    scheduler:
+      actions: "enqueue, allocate"
+      tiers:
+      - plugins: [{name: priority}, {name: gang}]
+      - plugins: [{name: predicates}, {name: binpack}]
+    nodes:
+    - {name: n0, allocatable: {cpu: "2", memory: 8Gi, pods: 3},
+       gpus: {count: 3, type: NVIDIA-A100-SXM4-80GB, memory: 40960, split: 1}}
+    - {name: n4, allocatable: {cpu: "2", memory: 8Gi, pods: 3},
+       gpus: [{id: GPU-n4-x0, index: 0, type: NVIDIA-A100-SXM4-80GB, memory: 16384, count: 1}]}
+    jobs:
+    - name: j0
+      tasks:
+      - name: w
+        replicas: 3
+        resources: {cpu: 250m, memory: 512Mi, nvidia.com/gpu: 1, nvidia.com/gpumem: 2048,
+                    nvidia.com/gpucores: 10}
+      running:
+      - {index: 1, node: n0, gpus: [{id: GPU-n0-0, memory: 2048, cores: 10}]}
+      - {index: 2, node: n0, gpus: [{id: GPU-n0-1, memory: 2048, cores: 10}]}
+    """
+"""(A shrunk counterexample of the random test.) Two alike running pods hold one slot each of
+two single-slot devices of n0. Per node, each device is a device class of its own, so the pods
+free different devices and are two eviction groups; grouped as one they over-booked the first
+device and n0 looked full, so the third pod went to n4 (one node more, a higher LCA)."""
+
+
+def test_alike_pods_on_different_device_classes_are_different_eviction_groups() -> None:
+    inst = instance(HELD_APART)
+    by_class, _ = _optimum(inst, aggregate=True)
+    by_node, _ = _optimum(inst, aggregate=False)
+    assert by_class == by_node
+    per_node = CpsatModel(inst, options(aggregate=False))
+    assert len(per_node.data.evict_groups) == 2
