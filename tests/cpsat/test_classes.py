@@ -126,10 +126,10 @@ def test_same_optimum_on_random_instances(doc: dict[str, Any]) -> None:
 
 HELD_APART = """
     scheduler:
-      actions: "enqueue, allocate"
+      actions: "enqueue, allocate, reclaim"
       tiers:
       - plugins: [{name: priority}, {name: gang}]
-      - plugins: [{name: predicates}, {name: binpack}]
+      - plugins: [{name: predicates}, {name: proportion}, {name: binpack}]
     nodes:
     - {name: n0, allocatable: {cpu: "2", memory: 8Gi, pods: 3},
        gpus: {count: 3, type: NVIDIA-A100-SXM4-80GB, memory: 40960, split: 1}}
