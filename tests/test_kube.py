@@ -160,14 +160,16 @@ def test_list_items_without_kind_in_a_plain_list_are_errors() -> None:
 
 
 def test_unknown_kinds_are_ignored_with_a_warning() -> None:
-    """Deployments, PVCs, batch Jobs are not part of a scheduling snapshot; a vcjob is, in
-    spirit, so its warning points at the compact form."""
+    """PVCs are not part of a scheduling snapshot; a Deployment or a batch Job is a pod
+    controller, whose pods are what Volcano schedules, so its warning says the pods are absent."""
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}}
-    vcjob = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j"}}
-    compact, errors, warnings = _translate(_node(), deployment, vcjob)
+    batch = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}}
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c"}}
+    compact, errors, warnings = _translate(_node(), deployment, batch, pvc)
     assert errors == []
-    assert _has(warnings, 'Deployment "web"', "", "not a snapshot object; ignored")
-    assert _has(warnings, 'Job "j"', "", "compact form")
+    assert _has(warnings, 'Deployment "web"', "", "its pods are not in the input")
+    assert _has(warnings, 'Job "default/j"', "", "its pods are not in the input")
+    assert _has(warnings, 'PersistentVolumeClaim "c"', "", "not a snapshot object; ignored")
     assert [n["name"] for n in compact["nodes"]] == ["n1"]
 
 
@@ -374,8 +376,9 @@ def test_finished_and_foreign_pods() -> None:
     assert _has(warnings, 'Pod "default/train-w-0"', "status.phase", "Succeeded")
     assert _has(warnings, 'Pod "default/web"', "spec.schedulerName", "ignored")
     assert _has(warnings, 'PodGroup "default/train"', "", "no pods")
-    assert [j["name"] for j in compact["jobs"]] == ["dns"]
-    assert compact["jobs"][0]["running"] == [{"index": 0, "node": "n1", "task": "main"}]
+    assert [j["name"] for j in compact["jobs"]] == ["train", "dns"]
+    assert "tasks" not in compact["jobs"][0]
+    assert compact["jobs"][1]["running"] == [{"index": 0, "node": "n1", "task": "main"}]
 
 
 def test_lone_pod_takes_its_queue_from_the_annotation() -> None:

@@ -26,9 +26,15 @@ from ...errors import Diagnostics, Problem
 from ...vocabulary import API_VERSION
 from .cluster import ClusterReader
 from .objects import ObjectReader
+from .vcjob import is_vcjob
 from .workload import WorkloadReader
 
 __all__ = ["compact_from_objects"]
+
+POD_CONTROLLERS = frozenset(
+    {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "SparkApplication"}
+)
+"""Kinds whose meaning for the scheduler is only the pods they create."""
 
 
 def compact_from_objects(
@@ -64,12 +70,17 @@ def _translate(docs: Sequence[object], name: str, diag: Diagnostics) -> dict[str
             workload.add_podgroup(o, position)
         elif o.kind == "Pod":
             workload.add_pod(o, position)
-        elif o.kind == "Job" and o.api_version.startswith("batch.volcano.sh/"):
+        elif is_vcjob(o):
+            if not o.name:
+                diag.error(o.obj, "metadata.name", "required field is missing")
+            else:
+                workload.add_vcjob(o, position)
+        elif o.kind in POD_CONTROLLERS:
             diag.warn(
                 o.obj,
                 "",
-                "a vcjob is not a snapshot object; ignored (dump its PodGroup and Pods, "
-                "or write it under jobs: in the compact form)",
+                f"a {o.kind} only makes pods, and its pods are not in the input; ignored "
+                "(dump the pods with kubectl get pods -A -o yaml)",
             )
         else:
             diag.warn(o.obj, "", "not a snapshot object; ignored")
@@ -86,7 +97,7 @@ def _translate(docs: Sequence[object], name: str, diag: Diagnostics) -> dict[str
         "nodes": cluster.nodes,
         "hypernodes": cluster.hypernodes,
         "queues": cluster.queues,
-        "jobs": workload.jobs(),
+        "jobs": workload.jobs(cluster.queues),
     }
     out.update({key: items for key, items in sections.items() if items})
     return out

@@ -44,6 +44,9 @@ class PodView:
     node: str | None
     containers: Sequence[Mapping[str, Any]]
     init_containers: Sequence[Mapping[str, Any]]
+    path: str = "spec"
+    """Where the pod spec sits in its object: ``spec`` for a Pod, a task's template spec for
+    the pods a vcjob will have."""
 
 
 class ObjectReader:
@@ -84,7 +87,7 @@ class ObjectReader:
         name = name if isinstance(name, str) else ""
         namespace = metadata.get("namespace")
         namespace = namespace if isinstance(namespace, str) and namespace else ""
-        if kind in ("Pod", "PodGroup") and not namespace:
+        if kind in ("Pod", "PodGroup", "Job") and not namespace:
             namespace = DEFAULT_NAMESPACE
         api_version = doc.get("apiVersion")
         yield KubeObject(

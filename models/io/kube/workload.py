@@ -8,14 +8,15 @@ belongs to no PodGroup of the dump is a one-pod job of its own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import Diagnostics
 from ...queues import DEFAULT_QUEUE
 from ...vocabulary import HAMI_ALLOCATED, HAMI_NODE, HAMI_TO_ALLOCATE, TASK_SPEC, VOLCANO_ALLOCATED
 from .objects import LAST_APPLIED, KubeObject, PodView
-from .tasks import INDEX, TaskReader
+from .tasks import INDEX
+from .vcjob import VcJobReader, VcJobSeen, owner_job, pod_job
 
 GROUP_NAME_KEYS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
 """Pod annotations naming the PodGroup, Volcano's own first."""
@@ -67,7 +68,7 @@ _PODGROUP_SPEC_KEYS = frozenset(
 _FINISHED = ("Succeeded", "Failed")
 
 
-class WorkloadReader(TaskReader):
+class WorkloadReader(VcJobReader):
     """Collects PodGroups and pods as they come; :meth:`jobs` assembles them at the end."""
 
     def __init__(self, diag: Diagnostics, priority_classes: list[dict[str, Any]]) -> None:
@@ -77,6 +78,16 @@ class WorkloadReader(TaskReader):
         self.podgroups: dict[tuple[str, str], tuple[int, KubeObject]] = {}
         self.pods: list[PodView] = []
         self.seen_pods: set[tuple[str, str]] = set()
+        self.vcjobs: dict[tuple[str, str], VcJobSeen] = {}
+
+    def add_vcjob(self, o: KubeObject, position: int) -> None:
+        key = (o.namespace, o.name)
+        if key in self.vcjobs:
+            self.diag.error(o.obj, "metadata.name", "duplicate Job in namespace")
+            return
+        job = self.read_vcjob(o, position)
+        if job is not None:
+            self.vcjobs[key] = job
 
     def add_podgroup(self, o: KubeObject, position: int) -> None:
         key = (o.namespace, o.name)
@@ -140,13 +151,20 @@ class WorkloadReader(TaskReader):
             init_containers=init_containers,
         )
 
-    def jobs(self) -> list[dict[str, Any]]:
-        """Jobs in the order their PodGroup (or lone pod) appeared: the loader's tie-break."""
+    def jobs(self, queues: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Jobs in the order their vcjob, PodGroup (or lone pod) appeared: the loader's
+        tie-break. ``queues`` are the dump's, which a vcjob's admission checks."""
+        by_podgroup = self._claim_podgroups()
         members: dict[tuple[str, str], list[PodView]] = {key: [] for key in self.podgroups}
         positioned: list[tuple[int, dict[str, Any]]] = []
         for view in self.pods:
             key_name = next((k for k in GROUP_NAME_KEYS if view.annotations.get(k)), None)
             group = view.annotations[key_name] if key_name else ""
+            owner = self.vcjobs.get((view.o.namespace, pod_job(view) or ""))
+            owner = owner or by_podgroup.get((view.o.namespace, group))
+            if owner is not None:
+                owner.pods.append(view)
+                continue
             if (view.o.namespace, group) in members:
                 members[view.o.namespace, group].append(view)
                 continue
@@ -163,29 +181,54 @@ class WorkloadReader(TaskReader):
             job = self._podgroup_job(o, members[key])
             if job is not None:
                 positioned.append((position, job))
+        classes = {pc["name"]: pc["value"] for pc in self.priority_classes if "value" in pc}
+        for vcjob in self.vcjobs.values():
+            job = self.vcjob_entry(vcjob, queues, classes, self._default_priority())
+            if job is not None:
+                positioned.append((vcjob.position, job))
         positioned.sort(key=lambda item: item[0])
         return [job for _, job in positioned]
 
+    def _claim_podgroups(self) -> dict[tuple[str, str], VcJobSeen]:
+        """Give each vcjob its PodGroup (by owner reference or by name) and take it out of the
+        PodGroups read as jobs; the result maps PodGroup names to their vcjob."""
+        claimed: dict[tuple[str, str], VcJobSeen] = {}
+        names = {
+            (job.o.namespace, name): job
+            for job in self.vcjobs.values()
+            for name in job.podgroup_names
+        }
+        for key, (_, o) in list(self.podgroups.items()):
+            owner = self.vcjobs.get((o.namespace, owner_job(o.metadata) or "")) or names.get(key)
+            if owner is not None:
+                owner.podgroup = o
+                claimed[key] = owner
+                del self.podgroups[key]
+        for key, job in names.items():
+            claimed.setdefault(key, job)
+        return claimed
+
     def _podgroup_job(self, o: KubeObject, views: list[PodView]) -> dict[str, Any] | None:
-        if not views:
-            self.diag.warn(
-                o.obj,
-                "",
-                "no pods in the snapshot, so there is nothing to place; ignored (Volcano "
-                "creates a vcjob's pods once its PodGroup is Inqueue)",
-            )
-            return None
         spec = self._mapping(o, o.doc, "spec", "spec")
         job: dict[str, Any] = {
             "name": o.name,
             "namespace": o.namespace,
             "queue": spec.get("queue") or DEFAULT_QUEUE,
+            "copyAnnotations": False,
             **self._podgroup_spec(o, spec),
         }
         phase = self._mapping(o, o.doc, "status", "status").get("phase")
         if phase:
             job["phase"] = phase
         self._job_metadata(o, job)
+        if not views:
+            self.diag.warn(
+                o.obj,
+                "",
+                "no pods in the input: kept as a job that enqueue decides on (minMember, "
+                "minResources); its pods cannot be placed, since vcopt cannot see them",
+            )
+            return job
         tasks: dict[str, list[tuple[int, PodView]]] = {}
         for view in views:
             named = self._task_and_index(view, o.name)
