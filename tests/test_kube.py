@@ -98,19 +98,18 @@ def test_snapshot_loads_into_the_same_instance_as_its_compact_twin() -> None:
     assert train.tasks[0].resources["cpu"] == 8100
 
 
-def test_snapshot_warns_about_the_lone_pod_and_dropped_annotations() -> None:
-    """Two things in snapshot.yaml are only approximations, and the user must hear of them: the
-    lone pod is renamed in plans, and the Calico pod IP (only on the running pod) is dropped."""
-    warnings = load(DATA / "snapshot.yaml").warnings
-    assert any(
-        w.obj == 'Pod "default/debug-shell"' and "default/debug-shell-main-0" in w.message
-        for w in warnings
-    )
+def test_snapshot_keeps_the_lone_pods_name_and_warns_about_dropped_annotations() -> None:
+    """The lone pod debug-shell keeps its cluster name as the pod of its one-pod job; the
+    Calico pod IP (only on the running pod) is dropped, and the user must hear of it."""
+    instance = load(DATA / "snapshot.yaml")
+    assert [p.key for p in instance.job_by_key["default/debug-shell"].pods] == [
+        "default/debug-shell"
+    ]
     assert any(
         w.obj == 'Pod "ml/llm-train-worker-0"'
         and w.field == "metadata.annotations"
         and "cni.projectcalico.org/podIP" in w.message
-        for w in warnings
+        for w in instance.warnings
     )
 
 
@@ -208,16 +207,16 @@ def test_pods_without_task_spec_are_named_podgroup_task_index() -> None:
     assert [(t["name"], t["replicas"]) for t in tasks] == [("worker", 2), ("ps", 1)]
 
 
-def test_task_spec_annotation_names_the_task_and_renamed_pods_are_warned() -> None:
+def test_task_spec_annotation_names_the_task_and_pods_keep_their_names() -> None:
     """A vcjob whose PodGroup is ``<job>-<uid>`` names pods after the job, not the PodGroup;
-    the task comes from the annotation, and plans will call the pod train-abc-worker-0."""
-    compact, errors, warnings = _translate(
+    the task comes from the annotation, and the pod keeps its own name."""
+    compact, errors, _ = _translate(
         _podgroup("train-abc"),
         _pod("train-worker-0", group="train-abc", annotations={"volcano.sh/task-spec": "worker"}),
     )
     assert errors == []
-    assert compact["jobs"][0]["tasks"][0]["name"] == "worker"
-    assert _has(warnings, 'Pod "default/train-worker-0"', "metadata.name", "train-abc-worker-0")
+    task = compact["jobs"][0]["tasks"][0]
+    assert (task["name"], task["podNames"]) == ("worker", ["train-worker-0"])
 
 
 def test_malformed_pod_names_are_errors() -> None:

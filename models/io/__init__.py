@@ -8,6 +8,7 @@ builder and the same validation.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,10 @@ from ..yamlio import load_documents, read_text
 from .compact import from_dict
 from .kube import compact_from_objects
 
-__all__ = ["from_dict", "from_documents", "load", "loads"]
+__all__ = ["STDIN", "from_dict", "from_documents", "load", "load_inputs", "loads"]
+
+STDIN = "-"
+"""The file name that stands for standard input."""
 
 
 def load(path: str | Path) -> Instance:
@@ -29,11 +33,70 @@ def load(path: str | Path) -> Instance:
     return from_documents(docs, file)
 
 
+def load_inputs(
+    paths: Sequence[str | Path],
+    *,
+    scheduler_conf: str | Path | None = None,
+    now: str | None = None,
+) -> Instance:
+    """One instance from several files (``-`` is standard input), as a user captures a
+    cluster: the objects of every file form one dump, so a snapshot and the scheduler
+    ConfigMap can come apart. A compact ``kind: Instance`` file stands alone.
+
+    ``scheduler_conf`` is a raw ``volcano-scheduler.conf`` and ``now`` an RFC 3339 time; both
+    replace the input's own before validation, so they are checked as if written there.
+    """
+    files = [str(p) for p in paths]
+    per_file = [(file, _documents(file)) for file in files]
+    overrides: dict[str, Any] = {}
+    if scheduler_conf is not None:
+        overrides["scheduler"] = _scheduler_conf(str(scheduler_conf))
+    if now is not None:
+        overrides["now"] = now
+    compact = [
+        f for f, docs in per_file if any(isinstance(d, Mapping) and _is_compact(d) for d in docs)
+    ]
+    if compact and len(files) > 1:
+        raise InputError(
+            [
+                Problem(
+                    "a kind: Instance file stands alone; several files are read as one "
+                    "kubectl dump",
+                    file=compact[0],
+                )
+            ]
+        )
+    docs = [doc for _, file_docs in per_file for doc in file_docs]
+    if len(files) > 1:
+        first = files[0]
+        overrides["metadata"] = {"name": "stdin" if first == STDIN else Path(first).stem}
+    name = ", ".join("<stdin>" if f == STDIN else f for f in files)
+    return from_documents(docs, name, overrides or None)
+
+
+def _documents(file: str) -> list[object]:
+    if file == STDIN:
+        return load_documents(sys.stdin.read(), "<stdin>")
+    return load_documents(read_text(file), file)
+
+
+def _scheduler_conf(file: str) -> object:
+    """A ``volcano-scheduler.conf`` file: one YAML mapping with actions and tiers."""
+    docs = _documents(file)
+    if len(docs) != 1 or not isinstance(docs[0], Mapping):
+        raise InputError(
+            [Problem("expected one YAML mapping with actions and tiers", file=file)]
+        )
+    return docs[0]
+
+
 def loads(text: str, file: str = "<string>") -> Instance:
     return from_documents(load_documents(text, file), file)
 
 
-def from_documents(docs: Sequence[object], file: str) -> Instance:
+def from_documents(
+    docs: Sequence[object], file: str, overrides: Mapping[str, Any] | None = None
+) -> Instance:
     """Pick the form from the documents and build the instance.
 
     A document of vcopt's own API group (or of kind Instance) makes a compact file, which holds
@@ -65,7 +128,7 @@ def from_documents(docs: Sequence[object], file: str) -> Instance:
             ]
         )
     if compact:
-        return from_dict(compact[0], file)  # type: ignore[arg-type]
+        return from_dict({**compact[0], **(overrides or {})}, file)  # type: ignore[dict-item]
     missing = [n for n, doc in enumerate(docs, 1) if "kind" not in doc]  # type: ignore[operator]
     if missing:
         where = f"document {missing[0]}: " if len(docs) > 1 else ""
@@ -75,7 +138,7 @@ def from_documents(docs: Sequence[object], file: str) -> Instance:
     compact_doc, problems, warnings = compact_from_objects(docs, file)
     if problems:
         raise InputError([p.in_file(file) for p in problems])
-    return from_dict(compact_doc, file, warnings)
+    return from_dict({**compact_doc, **(overrides or {})}, file, warnings)
 
 
 def _is_compact(doc: Mapping[str, Any]) -> bool:

@@ -9,11 +9,13 @@ bookkeeping, how a vcjob names its pods, where a bound pod's GPU devices are wri
 Conventions for what kubectl objects cannot say by themselves:
 
 - A pod without a PodGroup (or whose PodGroup is not in the dump) becomes a one-pod job named
-  after the pod, with the single task ``main``: plans call the pod ``<name>-main-0``.
+  after the pod, with the single task ``main``; the pod keeps its own name in plans.
 - ``now`` (and ``timezone``) are read from the data of a ConfigMap named ``vcopt-snapshot``;
   without it the loader reads TDM windows at the current time.
-- A PodGroup without pods in the dump is dropped with a warning: Volcano creates a vcjob's
-  pods only once its PodGroup is Inqueue, and vcopt cannot place a job whose pods it cannot see.
+- A vcjob becomes the PodGroup and pods its controller makes (``vcjob.py``), after the job
+  webhook's admission (``admission.py``).
+- A PodGroup without pods in the dump stays as a job without tasks: enqueue decides on it
+  (minMember, minResources), but vcopt cannot place pods it cannot see.
 """
 
 from __future__ import annotations

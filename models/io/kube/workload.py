@@ -239,9 +239,12 @@ class WorkloadReader(VcJobReader):
         job["tasks"] = []
         running = []
         for task_name, indexed in tasks.items():
-            job["tasks"].append(self.task(task_name, indexed))
+            task = self.task(task_name, indexed)
+            names = [view.o.name for _, view in sorted(indexed, key=lambda item: item[0])]
+            if names != [f"{o.name}-{task_name}-{i}" for i in range(len(names))]:
+                task["podNames"] = names
+            job["tasks"].append(task)
             running.extend(self.running(task_name, indexed))
-            self._warn_renamed(o.name, task_name, indexed)
         if running:
             job["running"] = running
         return job
@@ -293,16 +296,10 @@ class WorkloadReader(VcJobReader):
         if view.spec.get("priorityClassName"):
             job["priorityClassName"] = view.spec["priorityClassName"]
         self._job_metadata(o, job, labels_and_annotations=False)
-        job["tasks"] = [self.task(LONE_TASK, [(0, view)])]
+        job["tasks"] = [{**self.task(LONE_TASK, [(0, view)]), "podNames": [o.name]}]
         running = self.running(LONE_TASK, [(0, view)])
         if running:
             job["running"] = running
-        self.diag.warn(
-            o.obj,
-            "",
-            f"not in a PodGroup: read as a one-pod job whose pod plans call "
-            f"{o.namespace}/{o.name}-{LONE_TASK}-0",
-        )
         return job
 
     def _job_metadata(
@@ -348,15 +345,3 @@ class WorkloadReader(VcJobReader):
             )
             return None
         return stem[len(prefix) :], int(last)
-
-    def _warn_renamed(self, job: str, task: str, indexed: list[tuple[int, PodView]]) -> None:
-        for index, view in indexed:
-            planned = f"{job}-{task}-{index}"
-            if view.o.name != planned:
-                self.diag.warn(
-                    view.o.obj,
-                    "metadata.name",
-                    f"plans call the pods of task {task!r} <podgroup>-<task>-<index>, "
-                    f"this one {view.o.namespace}/{planned}",
-                )
-                return
