@@ -15,12 +15,13 @@ from models.gpu import hami_allocation_annotation
 from models.instance import Instance
 from models.vocabulary import HAMI_ALLOCATED, HAMI_NODE, HAMI_TO_ALLOCATE
 
+from .bindings import plan_bindings
 from .write import plan_json, plan_yaml
 
 if TYPE_CHECKING:
     from .records import Plan
 
-FORMATS = ("table", "yaml", "json", "csv", "annotations")
+FORMATS = ("table", "yaml", "json", "csv", "annotations", "bindings")
 
 
 def render(plan: Plan, fmt: str, instance: Instance) -> str:
@@ -35,6 +36,8 @@ def render(plan: Plan, fmt: str, instance: Instance) -> str:
         return yaml.safe_dump(plan_annotations(plan), sort_keys=False, width=200)
     if fmt == "table":
         return plan_table(plan, instance)
+    if fmt == "bindings":
+        return plan_bindings(plan)
     raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
 
 
