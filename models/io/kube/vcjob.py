@@ -46,6 +46,20 @@ _TASK_MODELLED = frozenset(
     {"name", "replicas", "minAvailable", "template", "policies", "maxRetry", "topologyPolicy"}
 )
 _TOPOLOGY_KEYS = ("mode", "highestTierAllowed", "highestTierName")
+POD_SPEC_FIELDS = frozenset(
+    {
+        "activeDeadlineSeconds", "affinity", "automountServiceAccountToken", "containers",
+        "dnsConfig", "dnsPolicy", "enableServiceLinks", "ephemeralContainers", "hostAliases",
+        "hostIPC", "hostNetwork", "hostPID", "hostUsers", "hostname", "hostnameOverride",
+        "imagePullSecrets", "initContainers", "nodeName", "nodeSelector", "os", "overhead",
+        "preemptionPolicy", "priority", "priorityClassName", "readinessGates",
+        "resourceClaims", "resources", "restartPolicy", "runtimeClassName", "schedulerName",
+        "schedulingGates", "securityContext", "serviceAccount", "serviceAccountName",
+        "setHostnameAsFQDN", "shareProcessNamespace", "subdomain",
+        "terminationGracePeriodSeconds", "tolerations", "topologySpreadConstraints", "volumes",
+    }
+)  # fmt: skip
+"""Kubernetes ``PodSpec`` fields: the API server prunes any other key of a template."""
 
 
 @dataclass
@@ -190,6 +204,20 @@ class VcJobReader(TaskReader):
             ),
             path=f"{path}.spec",
         )
+        for key in pod_spec:
+            if key not in POD_SPEC_FIELDS:
+                self.diag.warn(
+                    o.obj,
+                    f"{path}.spec.{key}",
+                    "not a field of a pod spec: the API server drops it; ignored",
+                )
+        for key in ("resourceClaims", "schedulingGates"):
+            if pod_spec.get(key):
+                self.diag.warn(
+                    o.obj,
+                    f"{path}.spec.{key}",
+                    "not modelled by vcopt; the pods are planned as if it were absent",
+                )
         replicas = task.get("replicas") or 0
         entry = self.task(task["name"], [(0, view)])
         entry["replicas"] = replicas
