@@ -19,6 +19,7 @@ from .cluster import Node
 from .errors import Diagnostics, Problem, obj_name
 from .gpu import GpuDevice, validate_device
 from .queues import ROOT, Queue, QueueTree, children_in_tree, validate_queues
+from .reach import warn_unplaceable
 from .resources import Resources
 from .scheduler_conf import HELM_DEFAULT, SchedulerConf
 from .tdm import TDM_PLUGIN, ZONE_ARG_PREFIX, ZONE_LABEL, TdmConfig, configured_zones, node_zone
@@ -144,6 +145,7 @@ def validate_instance(
     labels = {name: node.labels for name, node in first_nodes.items()}
     validate_hypernodes(instance.hypernodes, labels, diag)
     _check_jobs(instance, first_nodes, frozenset(unread_gpus), diag)
+    warn_unplaceable(instance.jobs, instance.nodes, diag)
     _check_queues(instance, diag)
     _check_tdm(instance, written_as or {}, diag)
     return diag
@@ -163,6 +165,17 @@ def _check_jobs(
         validate_job(job, diag)
         _check_running(job, obj, nodes, devices, diag)
         spec = job.network_topology
+        if (
+            spec is not None
+            and spec.hard_tier is not None
+            and not instance.scheduler.enforces_topology
+        ):
+            diag.warn(
+                obj,
+                "networkTopology",
+                "hard mode, but the network-topology-aware plugin is not configured: Volcano "
+                "does not enforce the tier limit",
+            )
         name = spec.highest_tier_name if spec is not None else None
         if name is not None and name not in tier_names:
             diag.warn(

@@ -245,3 +245,88 @@ def test_each_webhook_rule_refuses_its_file(path: Path, capsys: pytest.CaptureFi
     assert line is not None, err
     assert text in line
     assert "Volcano's job webhook refuses the job" in line
+
+
+# -- what vcopt says about meaning it drops, and about requests that can never fit ------------
+
+
+def _instance(jobs: list[dict[str, Any]], **extra: Any) -> Any:
+    doc = {
+        "apiVersion": "vcopt/v1alpha1",
+        "kind": "Instance",
+        "now": "2026-11-30T14:00:00Z",
+        "nodes": [
+            {
+                "name": "n1",
+                "allocatable": {"cpu": "16", "memory": "64Gi"},
+                "gpus": {"count": 8, "type": "NVIDIA-A100", "memory": 40960},
+            }
+        ],
+        "jobs": jobs,
+        **extra,
+    }
+    return from_documents([doc], "x.yaml")
+
+
+@pytest.mark.parametrize(
+    ("resources", "annotations", "text"),
+    [
+        ({"nvidia.com/gpu": 9}, {}, "asks for 9 GPUs, and the most one node offers is 8"),
+        (
+            {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 50000},
+            {},
+            "asks for 50000 MiB, and the largest card it may use has 40960 MiB",
+        ),
+        ({"nvidia.com/gpu": 1}, {"nvidia.com/use-gputype": "H100"}, "type or mode no node has"),
+        ({"cpu": "32"}, {}, "asks for 32 cpu, and the largest node offers 16"),
+    ],
+)
+def test_validate_warns_of_what_can_never_fit(
+    resources: dict[str, Any], annotations: dict[str, str], text: str
+) -> None:
+    """One 8-card A100-40GB node of 16 CPUs: each request exceeds its largest offer."""
+    task = {"name": "t", "resources": resources, "annotations": annotations}
+    warnings = _instance([{"name": "big", "tasks": [task]}]).warnings
+    assert any(w.obj == 'Job "default/big"' and text in w.message for w in warnings), warnings
+
+
+def test_a_request_that_fits_is_not_warned_about() -> None:
+    task = {"name": "t", "resources": {"cpu": "16", "nvidia.com/gpu": 8}}
+    warnings = _instance([{"name": "ok", "tasks": [task]}]).warnings
+    assert not any("can never" in w.message for w in warnings)
+
+
+def test_hard_topology_without_the_plugin_is_warned_about() -> None:
+    """The Helm default configuration has no network-topology-aware plugin."""
+    job = {
+        "name": "t",
+        "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+        "tasks": [{"name": "w", "resources": {"cpu": "1"}}],
+    }
+    warnings = _instance([job]).warnings
+    assert any(w.field == "networkTopology" and "not configured" in w.message for w in warnings)
+
+
+def test_a_spec_under_metadata_is_warned_about() -> None:
+    queue = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": "q", "spec": {"weight": 2}},
+    }
+    _, errors, warnings = compact_from_objects([queue], "q.yaml")
+    assert errors == []
+    assert any(w.obj == 'Queue "q"' and w.field == "metadata.spec" for w in warnings)
+
+
+def test_what_if_variants_pass_the_same_checks() -> None:
+    """A negative tier limit is refused by a what-if variant as by the loader."""
+    from optimizer.whatif import with_topology_limit
+
+    job = {
+        "name": "t",
+        "networkTopology": {"mode": "hard", "highestTierAllowed": 1},
+        "tasks": [{"name": "w", "resources": {"cpu": "1"}}],
+    }
+    with pytest.raises(InputError) as err:
+        with_topology_limit(_instance([job]), "default/t", -1)
+    assert any(p.field == "networkTopology.highestTierAllowed" for p in err.value.problems)

@@ -84,9 +84,7 @@ def _scheduler_conf(file: str) -> object:
     """A ``volcano-scheduler.conf`` file: one YAML mapping with actions and tiers."""
     docs = _documents(file)
     if len(docs) != 1 or not isinstance(docs[0], Mapping):
-        raise InputError(
-            [Problem("expected one YAML mapping with actions and tiers", file=file)]
-        )
+        raise InputError([Problem("expected one YAML mapping with actions and tiers", file=file)])
     return docs[0]
 
 

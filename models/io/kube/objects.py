@@ -90,6 +90,14 @@ class ObjectReader:
         if kind in ("Pod", "PodGroup", "Job") and not namespace:
             namespace = DEFAULT_NAMESPACE
         api_version = doc.get("apiVersion")
+        obj = obj_name(kind, name, namespace) if name else f"{kind} ({where})"
+        if "spec" in metadata:
+            self.diag.warn(
+                obj,
+                "metadata.spec",
+                "a spec under metadata is no spec: the API server drops it, so the object is "
+                "read without it (indent spec at the top level)",
+            )
         yield KubeObject(
             kind=kind,
             api_version=api_version if isinstance(api_version, str) else "",
@@ -97,7 +105,7 @@ class ObjectReader:
             metadata=metadata,
             name=name,
             namespace=namespace,
-            obj=obj_name(kind, name, namespace) if name else f"{kind} ({where})",
+            obj=obj,
         )
 
     def _mapping(self, o: KubeObject, parent: Mapping[str, Any], key: str, field: str) -> Mapping:

@@ -139,6 +139,12 @@ class WorkloadReader(VcJobReader):
                     return None
         annotations = self._metadata_map(o, "annotations")
         labels = self._metadata_map(o, "labels")
+        if spec.get("resourceClaims"):
+            self.diag.warn(
+                o.obj,
+                "spec.resourceClaims",
+                "DRA claims are not modelled: the pod is planned without the devices it claims",
+            )
         return PodView(
             o=o,
             position=position,
