@@ -48,6 +48,15 @@ def load_inputs(
     """
     files = [str(p) for p in paths]
     per_file = [(file, _documents(file)) for file in files]
+    confs = [f for f, docs in per_file if len(docs) == 1 and _is_scheduler_conf(docs[0])]
+    if confs and len(files) > 1:
+        if scheduler_conf is not None or len(confs) > 1:
+            raise InputError(
+                [Problem("a second scheduler configuration", file=(confs[1:] or confs)[0])]
+            )
+        scheduler_conf = confs[0]
+        per_file = [(f, docs) for f, docs in per_file if f != confs[0]]
+        files = [f for f in files if f != confs[0]]
     overrides: dict[str, Any] = {}
     if scheduler_conf is not None:
         overrides["scheduler"] = _scheduler_conf(str(scheduler_conf))
@@ -128,6 +137,17 @@ def from_documents(
     if compact:
         return from_dict({**compact[0], **(overrides or {})}, file)  # type: ignore[dict-item]
     missing = [n for n, doc in enumerate(docs, 1) if "kind" not in doc]  # type: ignore[operator]
+    if missing and _is_scheduler_conf(docs[missing[0] - 1]):
+        raise InputError(
+            [
+                Problem(
+                    "a volcano-scheduler.conf, not an instance: give it beside the cluster's "
+                    "objects (vcopt solve snap.yaml volcano-scheduler.conf) or with "
+                    "--scheduler-conf",
+                    file=file,
+                )
+            ]
+        )
     if missing:
         where = f"document {missing[0]}: " if len(docs) > 1 else ""
         raise InputError(
@@ -137,6 +157,11 @@ def from_documents(
     if problems:
         raise InputError([p.in_file(file) for p in problems])
     return from_dict({**compact_doc, **(overrides or {})}, file, warnings)
+
+
+def _is_scheduler_conf(doc: object) -> bool:
+    """A raw ``volcano-scheduler.conf``: no kind, and Volcano's ``actions`` or ``tiers``."""
+    return isinstance(doc, Mapping) and "kind" not in doc and bool({"actions", "tiers"} & set(doc))
 
 
 def _is_compact(doc: Mapping[str, Any]) -> bool:
