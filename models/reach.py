@@ -85,9 +85,12 @@ def _gpu_unreachable(
         most_devices = max(most_devices, len(usable))
         most_memory = max([most_memory, *(d.memory for d in usable)])
     if not shapes and not plain:
-        return "requests GPUs, and no node has any"
+        return "requests GPUs, and no node has any: the task can never be placed"
     if most_devices == 0 and not plain:
-        return "requests GPUs of a type or mode no node has (its GPU filter allows no device)"
+        return (
+            "requests GPUs of a type or mode no node has (its GPU filter allows no device): "
+            "the task can never be placed"
+        )
     if request.memory and request.memory > most_memory and most_devices:
         return (
             f"each GPU asks for {request.memory} MiB, and the largest card it may use has "
