@@ -64,7 +64,8 @@ def _assert_valid(instance: Instance, plan: Plan) -> None:
 @given(instances())
 def test_generated_instances_load_without_problems(doc: dict[str, Any]) -> None:
     """The generator only makes valid, realistic input: the loader accepts every instance
-    without a warning beyond the :data:`UNACTED` ones, and keeps every node, job and running pod it was given."""
+    without a warning beyond the :data:`UNACTED` ones, and keeps every node, job and running
+    pod it was given."""
     instance = _load(doc)
     assert [w for w in instance.warnings if not _meant(w.message)] == []
     assert [n.name for n in instance.nodes] == [n["name"] for n in doc["nodes"]]

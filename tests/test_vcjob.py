@@ -330,3 +330,26 @@ def test_what_if_variants_pass_the_same_checks() -> None:
     with pytest.raises(InputError) as err:
         with_topology_limit(_instance([job]), "default/t", -1)
     assert any(p.field == "networkTopology.highestTierAllowed" for p in err.value.problems)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("minAvailable", "3", "expected an integer"),
+        ("tasks", "worker", "expected a list"),
+        ("plugins", ["ssh"], "expected a mapping"),
+        ("volumes", [{"mountPath": ["/a"]}], "mountPath is required"),
+        ("networkTopology", "hard", "expected a mapping"),
+    ],
+)
+def test_a_job_of_the_wrong_shape_is_refused_not_crashed(
+    field: str, value: object, expected: str
+) -> None:
+    """Types the CRD schema refuses are errors on their field, never a traceback."""
+    doc = _vcjob(minAvailable=1, tasks=[_task("w", 1, "1")])
+    doc["spec"][field] = value
+    with pytest.raises(InputError) as err:
+        from_documents([doc], "dump.yaml")
+    assert any(
+        p.field.startswith(f"spec.{field}") and expected in p.message for p in err.value.problems
+    )

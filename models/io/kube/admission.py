@@ -345,6 +345,7 @@ def _volumes(raw: object, obj: str, diag: Diagnostics) -> None:
     for i, volume in enumerate(_items(raw)):
         field = f"spec.volumes[{i}]"
         path = volume.get("mountPath")
+        path = path if isinstance(path, str) else ""
         claim_name, claim = volume.get("volumeClaimName"), volume.get("volumeClaim")
         problem = None
         if not path:
@@ -394,6 +395,72 @@ def _dependencies(tasks: Sequence[Mapping[str, Any]], obj: str, diag: Diagnostic
             "job has dependencies between tasks, but doesn't form a directed acyclic "
             f"graph(DAG) ({REFUSED})",
         )
+
+
+_JOB_TYPES = {
+    "minAvailable": int,
+    "minSuccess": int,
+    "maxRetry": int,
+    "ttlSecondsAfterFinished": int,
+    "queue": str,
+    "priorityClassName": str,
+    "schedulerName": str,
+    "tasks": list,
+    "policies": list,
+    "plugins": Mapping,
+    "volumes": list,
+    "networkTopology": Mapping,
+}
+_TASK_TYPES = {
+    "name": str,
+    "replicas": int,
+    "minAvailable": int,
+    "maxRetry": int,
+    "template": Mapping,
+    "policies": list,
+    "dependsOn": Mapping,
+    "partitionPolicy": Mapping,
+    "topologyPolicy": str,
+}
+_TYPE_NAMES = {int: "an integer", str: "a string", list: "a list", Mapping: "a mapping"}
+
+
+def _types(raw: Mapping[str, Any], types: Mapping[str, type], at: str) -> list[tuple[str, str]]:
+    """(field, expected type) of each field of ``raw`` whose JSON type the schema refuses."""
+    wrong = []
+    for key, kind in types.items():
+        value = raw.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            wrong.append((f"{at}.{key}", _TYPE_NAMES[kind]))
+    return wrong
+
+
+def shape_refusals(spec: object, obj: str, diag: Diagnostics) -> bool:
+    """The CRD schema's type checks on the job as written; False when any fails (the job is
+    then not admitted and its other rules are not judged)."""
+    if not isinstance(spec, Mapping):
+        diag.error(obj, "spec", "expected a mapping (the CRD schema refuses the job)")
+        return False
+    problems = _types(spec, _JOB_TYPES, "spec")
+    tasks = spec.get("tasks") if isinstance(spec.get("tasks"), list) else []
+    for i, task in enumerate(tasks):
+        at = f"spec.tasks[{i}]"
+        if not isinstance(task, Mapping):
+            problems.append((at, "a mapping"))
+            continue
+        problems += _types(task, _TASK_TYPES, at)
+        depends = task.get("dependsOn")
+        if isinstance(depends, Mapping) and not isinstance(depends.get("name", []), list):
+            problems.append((f"{at}.dependsOn.name", "a list"))
+        template = task.get("template")
+        pod = template.get("spec") if isinstance(template, Mapping) else None
+        if isinstance(pod, Mapping) and not isinstance(pod.get("priorityClassName", ""), str):
+            problems.append((f"{at}.template.spec.priorityClassName", "a string"))
+    for field, expected in problems:
+        diag.error(obj, field, f"expected {expected} (the CRD schema refuses the job)")
+    return not problems
 
 
 def _schema(spec: Mapping[str, Any], obj: str, diag: Diagnostics) -> None:

@@ -111,8 +111,9 @@ class VcJobReader(TaskReader):
     def read_vcjob(self, o: KubeObject, position: int) -> VcJobSeen | None:
         """The job after the mutating webhook, or None when Volcano would refuse it (the
         refusals are recorded) or would not schedule its pods."""
-        spec = self._mapping(o, o.doc, "spec", "spec")
-        mutated = admission.mutate(spec)
+        if not admission.shape_refusals(o.doc.get("spec"), o.obj, self.diag):
+            return None
+        mutated = admission.mutate(o.doc["spec"])
         errors = len(self.diag.errors)
         admission.refusals(o.name, mutated, o.obj, self.diag)
         if len(self.diag.errors) > errors:
