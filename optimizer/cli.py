@@ -123,7 +123,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     violations = verify(instance, plan)
     if violations:
         sys.stdout.write(format_violations(violations) + "\n")
-        print(f"{args.plan}: {len(violations)} violation(s)", file=sys.stderr)
+        print(f"{plan_file}: {len(violations)} violation(s)", file=sys.stderr)
         return EXIT_VIOLATIONS
     print(f"{plan_file}: valid plan for {', '.join(files)}")
     return EXIT_OK
