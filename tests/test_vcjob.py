@@ -353,3 +353,15 @@ def test_a_job_of_the_wrong_shape_is_refused_not_crashed(
     assert any(
         p.field.startswith(f"spec.{field}") and expected in p.message for p in err.value.problems
     )
+
+
+def test_long_names_are_cut_only_in_the_table() -> None:
+    """A PodGroup name over 48 characters keeps its first 31 and last 16 in the table."""
+    from optimizer.plan.render import short_name
+
+    name = "default/podgroup-6b1a4c2e-0000-4000-8000-000000000001-x"
+    assert len(name) > 48
+    cut = short_name(name)
+    assert len(cut) == 48
+    assert cut.startswith(name[:31]) and cut.endswith(name[-16:])
+    assert short_name("default/gpu-pod") == "default/gpu-pod"

@@ -130,7 +130,7 @@ def plan_table(plan: Plan, instance: Instance) -> str:
     for d in plan.jobs:
         job = instance.job_by_key.get(d.job)
         jobs.add_row(
-            d.job,
+            short_name(d.job),
             job.queue if job else "",
             d.status,
             d.hypernode or "",
@@ -142,11 +142,11 @@ def plan_table(plan: Plan, instance: Instance) -> str:
         pods.add_column(col)
     for p in plan.placements:
         gpus = " ".join(f"{g.id}:{g.memory}MiB/{g.cores}%" for g in p.gpus or ())
-        pods.add_row(p.pod, "place", p.node, gpus, "")
+        pods.add_row(short_name(p.pod), "place", p.node, gpus, "")
     for e in plan.evictions:
-        pods.add_row(e.pod, "evict", e.node, "", e.reason)
+        pods.add_row(short_name(e.pod), "evict", e.node, "", e.reason)
     for q in plan.pipelined:
-        pods.add_row(q.pod, "pipeline", q.node, "", "waiting for released resources")
+        pods.add_row(short_name(q.pod), "pipeline", q.node, "", "waiting for released resources")
     text = _render(jobs) + _render(pods)
     if plan.solver is not None:
         s = plan.solver
@@ -157,6 +157,19 @@ def plan_table(plan: Plan, instance: Instance) -> str:
             text += f", gap {s.gap:.2%}"
         text += "\n"
     return text
+
+
+TABLE_NAME_WIDTH = 48
+
+
+def short_name(name: str, width: int = TABLE_NAME_WIDTH) -> str:
+    """A long generated name (``podgroup-<uid>``, ``<job>-<uid>``) cut in the middle, for the
+    human table only: its start says what it is and its end tells pods apart. Every other
+    format keeps the cluster's name whole."""
+    if len(name) <= width:
+        return name
+    tail = width // 3
+    return f"{name[: width - tail - 1]}…{name[-tail:]}"
 
 
 def _device_text(gpus: Sequence[Any] | None) -> str:
