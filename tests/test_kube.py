@@ -466,3 +466,18 @@ def test_capacity_plugin_guide_objects_load_together() -> None:
     assert deserved["queue2"] == 6000
     assert instance.scheduler.plugin("capacity") is not None
     assert instance.name == "capacity-guide"
+
+
+def test_a_controller_whose_pods_are_present_says_they_are_read() -> None:
+    """demo's pod is owned by its ReplicaSet demo-5d8f; other's pods are absent."""
+    demo = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "demo"}}
+    other = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "other"}}
+    pod = _pod("demo-5d8f-x1", group=None)
+    pod["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "demo-5d8f", "controller": True}
+    ]
+    compact, errors, warnings = _translate(_node(), demo, other, pod)
+    assert errors == []
+    assert _has(warnings, 'Deployment "demo"', "", "its pods are read")
+    assert _has(warnings, 'Deployment "other"', "", "its pods are not in the input")
+    assert [j["name"] for j in compact["jobs"]] == ["demo-5d8f-x1"]

@@ -20,14 +20,14 @@ Conventions for what kubectl objects cannot say by themselves:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
 from ...errors import Diagnostics, Problem
-from ...vocabulary import API_VERSION
+from ...vocabulary import API_VERSION, DEFAULT_NAMESPACE
 from .cluster import ClusterReader
-from .objects import ObjectReader
+from .objects import KubeObject, ObjectReader
 from .vcjob import is_vcjob
 from .workload import WorkloadReader
 
@@ -52,6 +52,36 @@ def compact_from_objects(
     return compact, diag.errors, diag.warnings
 
 
+def _pods_of_controllers(
+    controllers: Sequence[KubeObject], owners: Collection[tuple[str, str, str]], diag: Diagnostics
+) -> None:
+    """Say of each pod controller whether its pods are in the input (they are what Volcano
+    schedules; the controller itself is not read). A Deployment owns its pods through a
+    ReplicaSet ``<deployment>-<hash>``."""
+    for o in controllers:
+        own = any(
+            ns == (o.namespace or DEFAULT_NAMESPACE)
+            and (
+                (kind == o.kind and name == o.name)
+                or (
+                    o.kind == "Deployment"
+                    and kind == "ReplicaSet"
+                    and name.startswith(f"{o.name}-")
+                )
+            )
+            for ns, kind, name in owners
+        )
+        if own:
+            diag.warn(o.obj, "", f"a {o.kind} only makes pods: its pods are read, not it")
+        else:
+            diag.warn(
+                o.obj,
+                "",
+                f"a {o.kind} only makes pods, and its pods are not in the input; ignored "
+                "(dump the pods with kubectl get pods -A -o yaml)",
+            )
+
+
 def _translate(docs: Sequence[object], name: str, diag: Diagnostics) -> dict[str, Any]:
     """One pass over the stream collects every object; jobs are assembled afterwards."""
     cluster = ClusterReader(diag)
@@ -63,6 +93,7 @@ def _translate(docs: Sequence[object], name: str, diag: Diagnostics) -> dict[str
         "PriorityClass": cluster.priority_class,
         "ConfigMap": cluster.configmap,
     }
+    controllers: list[KubeObject] = []
     for position, o in enumerate(ObjectReader(diag).objects(docs)):
         if o.kind in (*handlers, "PodGroup", "Pod") and not o.name:
             diag.error(o.obj, "metadata.name", "required field is missing")
@@ -78,14 +109,10 @@ def _translate(docs: Sequence[object], name: str, diag: Diagnostics) -> dict[str
             else:
                 workload.add_vcjob(o, position)
         elif o.kind in POD_CONTROLLERS:
-            diag.warn(
-                o.obj,
-                "",
-                f"a {o.kind} only makes pods, and its pods are not in the input; ignored "
-                "(dump the pods with kubectl get pods -A -o yaml)",
-            )
+            controllers.append(o)
         else:
             diag.warn(o.obj, "", "not a snapshot object; ignored")
+    _pods_of_controllers(controllers, workload.owners, diag)
     out: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "Instance",

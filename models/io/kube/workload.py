@@ -79,6 +79,8 @@ class WorkloadReader(VcJobReader):
         self.pods: list[PodView] = []
         self.seen_pods: set[tuple[str, str]] = set()
         self.vcjobs: dict[tuple[str, str], VcJobSeen] = {}
+        self.owners: set[tuple[str, str, str]] = set()
+        """(namespace, kind, name) of every pod's owners: which controllers' pods are here."""
 
     def add_vcjob(self, o: KubeObject, position: int) -> None:
         key = (o.namespace, o.name)
@@ -101,6 +103,10 @@ class WorkloadReader(VcJobReader):
             self.diag.error(o.obj, "metadata.name", "duplicate Pod in namespace")
             return
         self.seen_pods.add((o.namespace, o.name))
+        refs = o.metadata.get("ownerReferences")
+        for ref in refs if isinstance(refs, list) else []:
+            if isinstance(ref, Mapping):
+                self.owners.add((o.namespace, str(ref.get("kind", "")), str(ref.get("name", ""))))
         view = self._pod_view(o, position)
         if view is not None:
             self.pods.append(view)
