@@ -365,3 +365,34 @@ def test_long_names_are_cut_only_in_the_table() -> None:
     assert len(cut) == 48
     assert cut.startswith(name[:31]) and cut.endswith(name[-16:])
     assert short_name("default/gpu-pod") == "default/gpu-pod"
+
+
+def test_the_webhook_defaults_name_tasks_and_fill_the_gang() -> None:
+    """§3: an unnamed task i is default<i>, the queue is default, the task minAvailable is its
+    replicas and the job's their sum (an explicit 0 is overwritten)."""
+    job = _job(
+        _vcjob(minAvailable=0, tasks=[{**_task("", 2, "1"), "name": ""}, _task("b", 1, "1")])
+    )
+    assert [t["name"] for t in job["tasks"]] == ["default0", "b"]
+    assert job["queue"] == "default"
+    assert job["minAvailable"] == 3
+    assert job["minTaskMember"] == {"default0": 2, "b": 1}
+
+
+def test_plans_name_pods_as_the_cluster_does(tmp_path: Path) -> None:
+    """CSV rows and annotation keys carry the bare pods' own names."""
+    args = [str(p) for p in DUMP]
+    csv = tmp_path / "plan.csv"
+    assert (
+        main(["solve", *args, "--engine", "greedy", "-q", "--format", "csv", "-o", str(csv)]) == 0
+    )
+    rows = csv.read_text().splitlines()
+    assert any(row.startswith("default/whole-pod,default/whole-pod,") for row in rows)
+    ann = tmp_path / "ann.yaml"
+    assert (
+        main(
+            ["solve", *args, "--engine", "greedy", "-q", "--format", "annotations", "-o", str(ann)]
+        )
+        == 0
+    )
+    assert "default/gpu-pod:" in ann.read_text()
