@@ -396,3 +396,14 @@ def test_plans_name_pods_as_the_cluster_does(tmp_path: Path) -> None:
         == 0
     )
     assert "default/gpu-pod:" in ann.read_text()
+
+
+def test_problems_of_several_files_name_the_file_of_their_object(tmp_path: Path) -> None:
+    """The refused job is in its own file; the PodGroup warning names the dump."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((DATA / "vcjob" / "bad" / "queue_root.yaml").read_text())
+    with pytest.raises(InputError) as err:
+        load_inputs([DUMP[0], bad])
+    assert [p.file for p in err.value.problems if p.obj == 'Job "default/train"'] == [str(bad)]
+    warnings = load_inputs(DUMP).warnings
+    assert any(w.obj == 'PodGroup "ml/held"' and w.file == str(DUMP[0]) for w in warnings)

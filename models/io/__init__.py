@@ -13,9 +13,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, Problem
+from ..errors import InputError, Problem, obj_name
 from ..instance import Instance
-from ..vocabulary import API_GROUP
+from ..vocabulary import API_GROUP, DEFAULT_NAMESPACE
 from ..yamlio import load_documents, read_text
 from .compact import from_dict
 from .kube import compact_from_objects
@@ -80,7 +80,46 @@ def load_inputs(
         first = files[0]
         overrides["metadata"] = {"name": "stdin" if first == STDIN else Path(first).stem}
     name = ", ".join("<stdin>" if f == STDIN else f for f in files)
-    return from_documents(docs, name, overrides or None)
+    if len(files) == 1:
+        return from_documents(docs, name, overrides or None)
+    home = _object_files(per_file)
+    try:
+        instance = from_documents(docs, name, overrides or None)
+    except InputError as err:
+        raise InputError([_attributed(p, home) for p in err.problems]) from None
+    return instance.replace(warnings=tuple(_attributed(w, home) for w in instance.warnings))
+
+
+def _object_files(per_file: Sequence[tuple[str, Sequence[object]]]) -> dict[str, str]:
+    """How problems name each object of the files (``Pod "ns/x"``; a PodGroup or vcjob also
+    as the ``Job`` it becomes) → the file it is written in."""
+    home: dict[str, str] = {}
+    for file, docs in per_file:
+        for doc in docs:
+            items = (
+                doc.get("items")
+                if isinstance(doc, Mapping) and doc.get("kind") == "List"
+                else [doc]
+            )
+            for item in items if isinstance(items, list) else []:
+                if not isinstance(item, Mapping) or not isinstance(item.get("metadata"), Mapping):
+                    continue
+                kind, meta = str(item.get("kind", "")), item["metadata"]
+                name, namespace = str(meta.get("name", "")), str(meta.get("namespace") or "")
+                if kind in ("Pod", "PodGroup", "Job"):
+                    namespace = namespace or DEFAULT_NAMESPACE
+                home.setdefault(obj_name(kind, name, namespace), file)
+                if kind == "PodGroup":
+                    home.setdefault(obj_name("Job", name, namespace), file)
+    return home
+
+
+def _attributed(problem: Problem, home: Mapping[str, str]) -> Problem:
+    """The problem, naming the file its object is written in when one file holds it."""
+    file = home.get(problem.obj)
+    if file is None:
+        return problem
+    return Problem(problem.message, problem.obj, problem.field, file)
 
 
 def _documents(file: str) -> list[object]:
