@@ -157,10 +157,14 @@ def _check_jobs(
     tier_names = tiers_by_name(instance.hypernodes)
     devices = _DeviceUse(unread_gpus)
     seen: set[str] = set()
+    pods: dict[str, str] = {}
+    """Pod key → the key of its job: names given by ``podNames`` must not collide."""
     for job in instance.jobs:
         obj = obj_name("Job", job.name, job.namespace)
         if job.key in seen:
             diag.error(obj, "name", "duplicate job name in namespace")
+        else:
+            _check_pod_names(job, obj, pods, diag)
         seen.add(job.key)
         validate_job(job, diag)
         _check_running(job, obj, nodes, devices, diag)
@@ -183,6 +187,19 @@ def _check_jobs(
                 "networkTopology.highestTierName",
                 f'no HyperNode has tierName "{name}"; Volcano ignores the limit',
             )
+
+
+def _check_pod_names(job: Job, obj: str, pods: dict[str, str], diag: Diagnostics) -> None:
+    """No two pods share a name: ``podNames`` may name a pod as another job's would be. (A
+    job with two tasks of one name is already refused for that.)"""
+    if len({t.name for t in job.tasks}) < len(job.tasks):
+        return
+    for pod in job.pods:
+        other = pods.get(pod.key)
+        if other is not None:
+            diag.error(obj, "tasks", f"two pods are named {pod.key} (one of them of {other})")
+            return
+        pods[pod.key] = job.key
 
 
 def _check_running(

@@ -407,3 +407,19 @@ def test_problems_of_several_files_name_the_file_of_their_object(tmp_path: Path)
     assert [p.file for p in err.value.problems if p.obj == 'Job "default/train"'] == [str(bad)]
     warnings = load_inputs(DUMP).warnings
     assert any(w.obj == 'PodGroup "ml/held"' and w.file == str(DUMP[0]) for w in warnings)
+
+
+def test_two_pods_of_one_name_are_refused() -> None:
+    """Job x's task t would name its pod x-t-0, which job y's podNames already uses."""
+    doc = {
+        "apiVersion": "vcopt/v1alpha1",
+        "kind": "Instance",
+        "now": "2026-11-30T14:00:00Z",
+        "jobs": [
+            {"name": "y", "tasks": [{"name": "main", "podNames": ["x-t-0"]}]},
+            {"name": "x", "tasks": [{"name": "t"}]},
+        ],
+    }
+    with pytest.raises(InputError) as err:
+        from_documents([doc], "x.yaml")
+    assert [(p.obj, p.field) for p in err.value.problems] == [('Job "default/x"', "tasks")]
