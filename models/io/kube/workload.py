@@ -13,12 +13,21 @@ from typing import Any
 
 from ...errors import Diagnostics
 from ...queues import DEFAULT_QUEUE
-from ...vocabulary import HAMI_ALLOCATED, HAMI_NODE, HAMI_TO_ALLOCATE, TASK_SPEC, VOLCANO_ALLOCATED
+from ...vocabulary import (
+    GROUP_NAME,
+    HAMI_ALLOCATED,
+    HAMI_NODE,
+    HAMI_TO_ALLOCATE,
+    JOB_NAME,
+    TASK_INDEX,
+    TASK_SPEC,
+    VOLCANO_ALLOCATED,
+)
 from .objects import LAST_APPLIED, KubeObject, PodView
 from .tasks import INDEX
 from .vcjob import VcJobReader, VcJobSeen, owner_job, pod_job
 
-GROUP_NAME_KEYS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
+GROUP_NAME_KEYS = (GROUP_NAME, "scheduling.volcano.sh/group-name")
 """Pod annotations naming the PodGroup, Volcano's own first."""
 QUEUE_NAME_KEYS = ("scheduling.volcano.sh/queue-name", "volcano.sh/queue-name")
 LONE_TASK = "main"
@@ -29,11 +38,11 @@ _POD_BOOKKEEPING = frozenset(
         *GROUP_NAME_KEYS,
         *QUEUE_NAME_KEYS,
         LAST_APPLIED,
-        "volcano.sh/job-name",
+        JOB_NAME,
         "volcano.sh/job-version",
         "volcano.sh/job-retry-count",
         "volcano.sh/template-uid",
-        "volcano.sh/task-index",
+        TASK_INDEX,
         "batch.kubernetes.io/job-completion-index",
         HAMI_ALLOCATED,
         HAMI_TO_ALLOCATE,
@@ -54,7 +63,7 @@ _POD_BOOKKEEPING = frozenset(
 the pod asks for, and several differ from pod to pod."""
 _PODINDEX_LABELS = frozenset(
     {
-        "volcano.sh/task-index",
+        TASK_INDEX,
         "apps.kubernetes.io/pod-index",
         "statefulset.kubernetes.io/pod-name",
         "batch.kubernetes.io/job-completion-index",
