@@ -153,6 +153,8 @@ def test_plain_gpus_are_a_count_in_both_engines(engine: str) -> None:
     status = {d.job: d.status for d in plan.jobs}
     assert status["ml/sweep"] == "pending"
     assert status["ml/held"] == "pending"
+    if engine == "cpsat":
+        assert "no pods in the input" in next(d.reason for d in plan.jobs if d.job == "ml/held")
 
 
 def test_a_gpu_share_on_plain_gpus_gets_a_clear_reason() -> None:
