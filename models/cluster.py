@@ -50,6 +50,13 @@ class Node:
         tokens = self.annotations.get(DEVICE_CORDON, "").split(",")
         return frozenset(t.strip() for t in tokens if t.strip())
 
+    @property
+    def plain_gpus(self) -> bool:
+        """Whether the node counts ``nvidia.com/gpu`` without a device inventory, as the plain
+        NVIDIA device plugin registers it: GPUs are then a scalar resource of the node fit
+        (Volcano and kube-scheduler alike), and only whole-GPU requests can use them."""
+        return not self.gpus and self.allocatable.get(NVIDIA_GPU) > 0
+
     def device(self, device_id: str) -> GpuDevice | None:
         for dev in self.gpus:
             if dev.id == device_id:

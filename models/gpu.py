@@ -40,6 +40,11 @@ DEVICE_MODES = ("hami-core", "mig", "mps")
 DEFAULT_SPLIT = 10
 """HAMi's ``deviceSplitCount`` default: time-slice slots per physical GPU (§1.1)."""
 FULL_CORES = 100
+PLAIN_GPU_SHARE = (
+    "nvidia.com/gpu is a plain count on this node (no device inventory): only whole-GPU "
+    "requests fit, not a share of memory or cores"
+)
+"""Why a GPU share never fits a node of the plain NVIDIA device plugin."""
 _INT32_MAX = 2**31 - 1
 
 
@@ -284,6 +289,18 @@ class GpuRequest:
     def booked_cores(self) -> int:
         """Cores booked per device: HAMi's Fit clamps above 100 (step 8); Volcano does not."""
         return min(self.cores, FULL_CORES) if self.flavor == "hami" else self.cores
+
+    @property
+    def whole(self) -> bool:
+        """Whether the request asks for whole cards only (``nvidia.com/gpu`` alone, as HAMi
+        normalises it): the one kind of request a node without a device inventory, where
+        ``nvidia.com/gpu`` is a plain count, can take."""
+        return (
+            self.flavor == "hami"
+            and self.memory == 0
+            and self.percentage == 100
+            and self.booked_cores == FULL_CORES
+        )
 
     @property
     def exclusive(self) -> bool:

@@ -19,6 +19,7 @@ from .cluster import Node
 from .errors import Diagnostics, Problem, obj_name
 from .gpu import GpuDevice, validate_device
 from .queues import ROOT, Queue, QueueTree, children_in_tree, validate_queues
+from .reach import warn_unplaceable
 from .resources import Resources
 from .scheduler_conf import HELM_DEFAULT, SchedulerConf
 from .tdm import TDM_PLUGIN, ZONE_ARG_PREFIX, ZONE_LABEL, TdmConfig, configured_zones, node_zone
@@ -144,6 +145,7 @@ def validate_instance(
     labels = {name: node.labels for name, node in first_nodes.items()}
     validate_hypernodes(instance.hypernodes, labels, diag)
     _check_jobs(instance, first_nodes, frozenset(unread_gpus), diag)
+    warn_unplaceable(instance.jobs, instance.nodes, diag)
     _check_queues(instance, diag)
     _check_tdm(instance, written_as or {}, diag)
     return diag
@@ -155,14 +157,29 @@ def _check_jobs(
     tier_names = tiers_by_name(instance.hypernodes)
     devices = _DeviceUse(unread_gpus)
     seen: set[str] = set()
+    pods: dict[str, str] = {}
+    """Pod key → the key of its job: names given by ``podNames`` must not collide."""
     for job in instance.jobs:
         obj = obj_name("Job", job.name, job.namespace)
         if job.key in seen:
             diag.error(obj, "name", "duplicate job name in namespace")
+        else:
+            _check_pod_names(job, obj, pods, diag)
         seen.add(job.key)
         validate_job(job, diag)
         _check_running(job, obj, nodes, devices, diag)
         spec = job.network_topology
+        if (
+            spec is not None
+            and spec.hard_tier is not None
+            and not instance.scheduler.enforces_topology
+        ):
+            diag.warn(
+                obj,
+                "networkTopology",
+                "hard mode, but the network-topology-aware plugin is not configured: Volcano "
+                "does not enforce the tier limit",
+            )
         name = spec.highest_tier_name if spec is not None else None
         if name is not None and name not in tier_names:
             diag.warn(
@@ -170,6 +187,19 @@ def _check_jobs(
                 "networkTopology.highestTierName",
                 f'no HyperNode has tierName "{name}"; Volcano ignores the limit',
             )
+
+
+def _check_pod_names(job: Job, obj: str, pods: dict[str, str], diag: Diagnostics) -> None:
+    """No two pods share a name: ``podNames`` may name a pod as another job's would be. (A
+    job with two tasks of one name is already refused for that.)"""
+    if len({t.name for t in job.tasks}) < len(job.tasks):
+        return
+    for pod in job.pods:
+        other = pods.get(pod.key)
+        if other is not None:
+            diag.error(obj, "tasks", f"two pods are named {pod.key} (one of them of {other})")
+            return
+        pods[pod.key] = job.key
 
 
 def _check_running(

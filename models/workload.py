@@ -18,7 +18,16 @@ from .gpu import GpuFilter, GpuRequest
 from .queues import DEFAULT_QUEUE
 from .resources import EMPTY, Resources
 from .selectors import LabelSelector
-from .vocabulary import DEFAULT_NAMESPACE, GPU_SCHEDULER_POLICY, MUTEX_POLICY, NUMA_BIND
+from .tdm import MAX_UNAVAILABLE_KEYS, MIN_AVAILABLE_KEYS
+from .vocabulary import (
+    COOLDOWN_TIME,
+    DEFAULT_NAMESPACE,
+    GPU_SCHEDULER_POLICY,
+    MUTEX_POLICY,
+    NUMA_BIND,
+    PREEMPTABLE,
+    REVOCABLE_ZONE,
+)
 
 PENDING, INQUEUE, RUNNING = "Pending", "Inqueue", "Running"
 JOB_PHASES = (PENDING, INQUEUE, RUNNING, "Unknown", "Completed")
@@ -109,6 +118,15 @@ class Task:
     required_affinity: tuple[LabelSelector, ...] = ()
     """Required node affinity: nodeSelectorTerms, ORed; each term's expressions ANDed."""
     tolerations: tuple[Toleration, ...] = ()
+    pod_names: tuple[str, ...] = ()
+    """The pods' names in the cluster, by index, when they are not ``<job>-<task>-<index>``
+    (a bare pod, a PodGroup of another controller): plans must name pods as the cluster does."""
+
+    def pod_name(self, job: str, index: int) -> str:
+        """The name of the pod with this index: the cluster's, else the vcjob convention."""
+        if index < len(self.pod_names):
+            return self.pod_names[index]
+        return pod_name(job, self.name, index)
 
     @property
     def best_effort(self) -> bool:
@@ -201,7 +219,7 @@ class Job:
                 out.append(
                     Pod(
                         self.namespace,
-                        pod_name(self.name, task.name, index),
+                        task.pod_name(self.name, index),
                         self.key,
                         task.name,
                         index,
@@ -220,6 +238,29 @@ def pod_name(job: str, task: str, index: int) -> str:
     return f"{job}-{task}-{index}"
 
 
+def copied_to_pods(
+    annotations: Mapping[str, str], labels: Mapping[str, str]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The annotations and labels Volcano's job controller copies from a vcjob onto each of
+    its pods, over the template's own (volcano-job.md §6.3): preemptable and cooldown time
+    from the job's annotations to the pod's annotations and from its labels to its labels,
+    the revocable zone from the annotations, and one disruption budget (min-available wins).
+
+    Without the copy a job-level ``volcano.sh/preemptable: "false"`` would leave every pod
+    preemptable, since a pod without the key is preemptable by default.
+    """
+    pod_annotations = {
+        k: annotations[k] for k in (PREEMPTABLE, COOLDOWN_TIME, REVOCABLE_ZONE) if k in annotations
+    }
+    budget = next(
+        (k for k in (MIN_AVAILABLE_KEYS[0], MAX_UNAVAILABLE_KEYS[0]) if k in annotations), None
+    )
+    if budget is not None:
+        pod_annotations[budget] = annotations[budget]
+    pod_labels = {k: labels[k] for k in (PREEMPTABLE, COOLDOWN_TIME) if k in labels}
+    return pod_annotations, pod_labels
+
+
 def validate_job(job: Job, diag: Diagnostics) -> None:
     """Record what Volcano's webhooks and the Kubernetes API would refuse in one job alone:
     gang sizes within the replicas, known enums, a topology mode and a non-negative tier.
@@ -232,7 +273,7 @@ def validate_job(job: Job, diag: Diagnostics) -> None:
     replicas = job.replicas
     if job.min_available < 0:
         diag.error(obj, "minAvailable", "must not be negative")
-    elif job.min_available > replicas:
+    elif job.min_available > replicas and job.tasks:
         diag.error(
             obj, "minAvailable", f"{job.min_available} is more than the job's {replicas} replicas"
         )

@@ -17,7 +17,7 @@ import yaml
 
 from models.errors import InputError, Problem
 from models.instance import Instance
-from models.load import load
+from models.load import load_inputs
 
 from . import __version__, compare, show
 from .disruption import breaches
@@ -52,13 +52,22 @@ def _print_warnings(warnings: Sequence[object], quiet: bool) -> None:
         print(f"warning: {warning}", file=sys.stderr)
 
 
+def _load(args: argparse.Namespace, files: Sequence[str] | None = None) -> Instance:
+    """The instance of the command's input files, with ``--scheduler-conf`` and ``--now``."""
+    return load_inputs(
+        files if files is not None else args.files,
+        scheduler_conf=args.scheduler_conf,
+        now=args.now,
+    )
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
-    instance = load(args.file)
+    instance = _load(args)
     _print_warnings(instance.warnings, args.quiet)
     pods = len(instance.pods)
     gpus = sum(len(n.gpus) for n in instance.nodes)
     print(
-        f"{args.file}: valid: {len(instance.nodes)} nodes ({gpus} GPUs), "
+        f"{', '.join(args.files)}: valid: {len(instance.nodes)} nodes ({gpus} GPUs), "
         f"{len(instance.hypernodes)} hypernodes, {len(instance.queues)} queues, "
         f"{len(instance.jobs)} jobs ({pods} pods), {len(instance.warnings)} warnings"
     )
@@ -66,7 +75,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    instance = load(args.file)
+    instance = _load(args)
     _print_warnings(instance.warnings, args.quiet)
     sys.stdout.write(show.render(instance))
     return EXIT_OK
@@ -105,7 +114,7 @@ def _report_breaches(instance: Instance, greedy: Plan, options: SolveOptions, qu
 
 def cmd_solve(args: argparse.Namespace) -> int:
     options = _options(args)
-    instance = load(args.file)
+    instance = _load(args)
     _print_warnings(instance.warnings, args.quiet)
     progress = reporter(args.quiet, options.time_limit)
     try:
@@ -127,21 +136,24 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    instance = load(args.instance)
+    *files, plan_file = args.inputs
+    if not files:
+        raise InputError([Problem("expected the instance file(s), then the plan file")])
+    instance = _load(args, files)
     _print_warnings(instance.warnings, args.quiet)
-    plan = read_plan(args.plan, instance)
+    plan = read_plan(plan_file, instance)
     violations = verify(instance, plan)
     if violations:
         sys.stdout.write(format_violations(violations) + "\n")
-        print(f"{args.plan}: {len(violations)} violation(s)", file=sys.stderr)
+        print(f"{plan_file}: {len(violations)} violation(s)", file=sys.stderr)
         return EXIT_VIOLATIONS
-    print(f"{args.plan}: valid plan for {args.instance}")
+    print(f"{plan_file}: valid plan for {', '.join(files)}")
     return EXIT_OK
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     options = _options(args)
-    instance = load(args.file)
+    instance = _load(args)
     _print_warnings(instance.warnings, args.quiet)
     progress = reporter(args.quiet, options.time_limit)
     try:
@@ -175,7 +187,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from .explain import explain
 
     options = _options(args)
-    instance = load(args.file)
+    instance = _load(args, [args.file])
     _print_warnings(instance.warnings, args.quiet)
     found = explain(instance, args.job, args.engine, options=options, check=not args.no_check)
     sys.stdout.write(_report(found.to_dict(), found.to_text(), args.format))
@@ -186,7 +198,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     from .explain import capacity
 
     options = _options(args)
-    instance = load(args.file)
+    instance = _load(args, [args.file])
     _print_warnings(instance.warnings, args.quiet)
     found = capacity(
         instance, args.queue, args.node_like, args.engine, options=options, check=not args.no_check
@@ -324,7 +336,23 @@ def _engine_report_arguments(p: argparse.ArgumentParser) -> None:
     _solver_arguments(p)
 
 
-INSTANCE_HELP = "instance file: vcopt YAML, or a kubectl get -o yaml dump of the same objects"
+INSTANCE_HELP = (
+    "instance file(s): one vcopt YAML, or kubectl get -o yaml dumps read as one (- is "
+    "standard input)"
+)
+
+
+def _input_arguments(p: argparse.ArgumentParser, *, files: bool = True) -> None:
+    if files:
+        p.add_argument("files", nargs="+", metavar="FILE", help=INSTANCE_HELP)
+    p.add_argument(
+        "--scheduler-conf",
+        metavar="FILE",
+        help="a volcano-scheduler.conf that replaces the input's scheduler configuration",
+    )
+    p.add_argument(
+        "--now", metavar="TIME", help="the snapshot's time, RFC 3339 (TDM windows are read on it)"
+    )
 
 
 def _package_version() -> str:
@@ -347,17 +375,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("validate", help="check an instance file and report every problem")
-    p.add_argument("file", help=INSTANCE_HELP)
+    _input_arguments(p)
     p.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("show", help="print HyperNodes, the queue tree, nodes and jobs")
-    p.add_argument("file", help=INSTANCE_HELP)
+    _input_arguments(p)
     p.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("solve", help="place the waiting work; print or write the plan")
-    p.add_argument("file", help=INSTANCE_HELP)
+    _input_arguments(p)
     p.add_argument(
         "--engine",
         choices=ENGINES,
@@ -377,13 +405,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("verify", help="check a plan against every rule (exit 3 on violations)")
-    p.add_argument("instance", help=INSTANCE_HELP)
-    p.add_argument("plan", help="plan file (YAML or JSON) written by solve or by hand")
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="FILE",
+        help="instance file(s) as for solve, then the plan file (YAML or JSON, or the "
+        "bindings solve writes)",
+    )
+    _input_arguments(p, files=False)
     p.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("compare", help="greedy (Volcano) and cpsat side by side")
-    p.add_argument("file", help=INSTANCE_HELP)
+    _input_arguments(p)
     p.add_argument(
         "--csv", help="also write the metrics and the per-job differences as CSV (numbers)"
     )
@@ -402,16 +436,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "explain", help="why a job is pending, and the smallest change that lets it start"
     )
-    p.add_argument("file", help=INSTANCE_HELP)
+    p.add_argument("file", help="instance file: vcopt YAML, or a kubectl get -o yaml dump")
     p.add_argument("job", help="the job: namespace/name, or a name only one job has")
+    _input_arguments(p, files=False)
     _engine_report_arguments(p)
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser(
         "capacity", help="the fewest nodes of one shape to add so that pending jobs start"
     )
-    p.add_argument("file", help=INSTANCE_HELP)
+    p.add_argument("file", help="instance file: vcopt YAML, or a kubectl get -o yaml dump")
     p.add_argument("--queue", help="only the pending jobs of this queue (default: all)")
+    _input_arguments(p, files=False)
     p.add_argument(
         "--node-like",
         metavar="NODE",

@@ -78,7 +78,7 @@ class Metrics:
     gpu_allocated: float
     """GPU-equivalents held by bound pods: per device share max(cores/100, memory/device)."""
     gpu_total: int
-    """Healthy GPUs."""
+    """Healthy GPUs, and the GPUs nodes of the plain NVIDIA device plugin count."""
     gpu_allocation_ratio: float
     gpu_memory_allocated: int
     """MiB of GPU memory held by bound pods."""
@@ -167,7 +167,8 @@ def evaluate(instance: Instance, plan: Plan) -> Metrics:
     admitted, running, pending = _job_states(instance, plan, bound)
     gpu = _gpu_use(instance, bound, tasks)
     healthy = [d for n in instance.nodes for d in n.gpus if d.health]
-    gpu_total = len(healthy)
+    plain = sum(n.allocatable.get(NVIDIA_GPU) // MILLI for n in instance.nodes if n.plain_gpus)
+    gpu_total = len(healthy) + plain
     gpu_memory_total = sum(d.memory for d in healthy)
     used = sum((tasks[b.pod].resources for b in bound.values()), EMPTY)
     total = instance.total_allocatable
@@ -255,6 +256,7 @@ def _device_share(share: DeviceShare, device: GpuDevice) -> float:
 def _gpu_use(instance: Instance, bound: Mapping[str, Bound], tasks: Mapping[str, Task]) -> _GpuUse:
     """GPU-equivalents and MiB held, and per-device use for the device-level measures.
 
+    GPUs of the plain NVIDIA device plugin (no device inventory) count whole, by the request.
     A bound pod that requests GPUs but names no devices (``gpus`` None or empty, also a running
     pod whose devices the instance does not list) counts by its request, and is put on devices
     after every pod whose devices are known.
@@ -275,6 +277,8 @@ def _gpu_use(instance: Instance, bound: Mapping[str, Bound], tasks: Mapping[str,
                 used[node.name][device.id] += amount
                 allocated += amount
                 memory += s.memory
+        elif task.gpu and node.plain_gpus:
+            allocated += sum(r.nums for r in task.gpu)
         elif task.gpu:
             open_devices.append(b)
             if node.gpus:

@@ -183,6 +183,8 @@ def node_table(instance: Instance) -> str:
             size = "/".join(bytes_text(m * 2**20) for m in memory)
             slices = sum(d.count for d in node.gpus)
             gpus = f"{len(node.gpus)} × {'/'.join(types)} {size} ({slices} slices)"
+        elif node.plain_gpus:
+            gpus = f"{amount_text(NVIDIA_GPU, node.allocatable.get(NVIDIA_GPU))} (plain count)"
         used = sum(1 for p in instance.pods if p.node == node.name)
         rows.append(
             [

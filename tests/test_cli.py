@@ -91,9 +91,11 @@ def test_quiet_hides_warnings(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.endswith("1 warnings\n")
 
 
-@pytest.mark.parametrize("argv", [["frobnicate"], [], ["validate"], ["show", "a", "b"]])
+@pytest.mark.parametrize(
+    "argv", [["frobnicate"], [], ["validate"], ["solve", "--engine", "nope", "x"]]
+)
 def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    """An unknown subcommand, none at all, a missing or an extra argument: usage, exit 2."""
+    """An unknown subcommand, none at all, a missing argument or a bad choice: usage, exit 2."""
     with pytest.raises(SystemExit) as caught:
         main(argv)
     assert caught.value.code == 2

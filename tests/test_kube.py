@@ -98,19 +98,18 @@ def test_snapshot_loads_into_the_same_instance_as_its_compact_twin() -> None:
     assert train.tasks[0].resources["cpu"] == 8100
 
 
-def test_snapshot_warns_about_the_lone_pod_and_dropped_annotations() -> None:
-    """Two things in snapshot.yaml are only approximations, and the user must hear of them: the
-    lone pod is renamed in plans, and the Calico pod IP (only on the running pod) is dropped."""
-    warnings = load(DATA / "snapshot.yaml").warnings
-    assert any(
-        w.obj == 'Pod "default/debug-shell"' and "default/debug-shell-main-0" in w.message
-        for w in warnings
-    )
+def test_snapshot_keeps_the_lone_pods_name_and_warns_about_dropped_annotations() -> None:
+    """The lone pod debug-shell keeps its cluster name as the pod of its one-pod job; the
+    Calico pod IP (only on the running pod) is dropped, and the user must hear of it."""
+    instance = load(DATA / "snapshot.yaml")
+    assert [p.key for p in instance.job_by_key["default/debug-shell"].pods] == [
+        "default/debug-shell"
+    ]
     assert any(
         w.obj == 'Pod "ml/llm-train-worker-0"'
         and w.field == "metadata.annotations"
         and "cni.projectcalico.org/podIP" in w.message
-        for w in warnings
+        for w in instance.warnings
     )
 
 
@@ -160,14 +159,16 @@ def test_list_items_without_kind_in_a_plain_list_are_errors() -> None:
 
 
 def test_unknown_kinds_are_ignored_with_a_warning() -> None:
-    """Deployments, PVCs, batch Jobs are not part of a scheduling snapshot; a vcjob is, in
-    spirit, so its warning points at the compact form."""
+    """PVCs are not part of a scheduling snapshot; a Deployment or a batch Job is a pod
+    controller, whose pods are what Volcano schedules, so its warning says the pods are absent."""
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}}
-    vcjob = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "j"}}
-    compact, errors, warnings = _translate(_node(), deployment, vcjob)
+    batch = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}}
+    pvc = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "c"}}
+    compact, errors, warnings = _translate(_node(), deployment, batch, pvc)
     assert errors == []
-    assert _has(warnings, 'Deployment "web"', "", "not a snapshot object; ignored")
-    assert _has(warnings, 'Job "j"', "", "compact form")
+    assert _has(warnings, 'Deployment "web"', "", "its pods are not in the input")
+    assert _has(warnings, 'Job "default/j"', "", "its pods are not in the input")
+    assert _has(warnings, 'PersistentVolumeClaim "c"', "", "not a snapshot object; ignored")
     assert [n["name"] for n in compact["nodes"]] == ["n1"]
 
 
@@ -206,16 +207,16 @@ def test_pods_without_task_spec_are_named_podgroup_task_index() -> None:
     assert [(t["name"], t["replicas"]) for t in tasks] == [("worker", 2), ("ps", 1)]
 
 
-def test_task_spec_annotation_names_the_task_and_renamed_pods_are_warned() -> None:
+def test_task_spec_annotation_names_the_task_and_pods_keep_their_names() -> None:
     """A vcjob whose PodGroup is ``<job>-<uid>`` names pods after the job, not the PodGroup;
-    the task comes from the annotation, and plans will call the pod train-abc-worker-0."""
-    compact, errors, warnings = _translate(
+    the task comes from the annotation, and the pod keeps its own name."""
+    compact, errors, _ = _translate(
         _podgroup("train-abc"),
         _pod("train-worker-0", group="train-abc", annotations={"volcano.sh/task-spec": "worker"}),
     )
     assert errors == []
-    assert compact["jobs"][0]["tasks"][0]["name"] == "worker"
-    assert _has(warnings, 'Pod "default/train-worker-0"', "metadata.name", "train-abc-worker-0")
+    task = compact["jobs"][0]["tasks"][0]
+    assert (task["name"], task["podNames"]) == ("worker", ["train-worker-0"])
 
 
 def test_malformed_pod_names_are_errors() -> None:
@@ -374,8 +375,9 @@ def test_finished_and_foreign_pods() -> None:
     assert _has(warnings, 'Pod "default/train-w-0"', "status.phase", "Succeeded")
     assert _has(warnings, 'Pod "default/web"', "spec.schedulerName", "ignored")
     assert _has(warnings, 'PodGroup "default/train"', "", "no pods")
-    assert [j["name"] for j in compact["jobs"]] == ["dns"]
-    assert compact["jobs"][0]["running"] == [{"index": 0, "node": "n1", "task": "main"}]
+    assert [j["name"] for j in compact["jobs"]] == ["train", "dns"]
+    assert "tasks" not in compact["jobs"][0]
+    assert compact["jobs"][1]["running"] == [{"index": 0, "node": "n1", "task": "main"}]
 
 
 def test_lone_pod_takes_its_queue_from_the_annotation() -> None:
@@ -464,3 +466,18 @@ def test_capacity_plugin_guide_objects_load_together() -> None:
     assert deserved["queue2"] == 6000
     assert instance.scheduler.plugin("capacity") is not None
     assert instance.name == "capacity-guide"
+
+
+def test_a_controller_whose_pods_are_present_says_they_are_read() -> None:
+    """demo's pod is owned by its ReplicaSet demo-5d8f; other's pods are absent."""
+    demo = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "demo"}}
+    other = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "other"}}
+    pod = _pod("demo-5d8f-x1", group=None)
+    pod["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "demo-5d8f", "controller": True}
+    ]
+    compact, errors, warnings = _translate(_node(), demo, other, pod)
+    assert errors == []
+    assert _has(warnings, 'Deployment "demo"', "", "its pods are read")
+    assert _has(warnings, 'Deployment "other"', "", "its pods are not in the input")
+    assert [j["name"] for j in compact["jobs"]] == ["demo-5d8f-x1"]

@@ -43,6 +43,15 @@ def _decisions(plan: Plan) -> tuple[object, ...]:
     return (plan.placements, plan.evictions, plan.pipelined, plan.jobs)
 
 
+UNACTED = ("network-topology-aware plugin is not configured", "can never be placed")
+"""Warnings about input Volcano accepts but cannot act on, which the generator makes on
+purpose: a hard topology limit without the plugin that enforces it, a pod no node can hold."""
+
+
+def _meant(message: str) -> bool:
+    return any(text in message for text in UNACTED)
+
+
 def _assert_valid(instance: Instance, plan: Plan) -> None:
     violations = verify(instance, plan)
     assert not violations, format_violations(violations) + plan.to_yaml()
@@ -55,9 +64,10 @@ def _assert_valid(instance: Instance, plan: Plan) -> None:
 @given(instances())
 def test_generated_instances_load_without_problems(doc: dict[str, Any]) -> None:
     """The generator only makes valid, realistic input: the loader accepts every instance
-    without even a warning, and keeps every node, job and running pod it was given."""
+    without a warning beyond the :data:`UNACTED` ones, and keeps every node, job and running
+    pod it was given."""
     instance = _load(doc)
-    assert instance.warnings == ()
+    assert [w for w in instance.warnings if not _meant(w.message)] == []
     assert [n.name for n in instance.nodes] == [n["name"] for n in doc["nodes"]]
     assert len(instance.jobs) == len(doc["jobs"])
     running = sum(len(j.get("running", [])) for j in doc["jobs"])

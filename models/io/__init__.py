@@ -8,18 +8,22 @@ builder and the same validation.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, Problem
+from ..errors import InputError, Problem, obj_name
 from ..instance import Instance
-from ..vocabulary import API_GROUP
+from ..vocabulary import API_GROUP, DEFAULT_NAMESPACE
 from ..yamlio import load_documents, read_text
 from .compact import from_dict
 from .kube import compact_from_objects
 
-__all__ = ["from_dict", "from_documents", "load", "loads"]
+__all__ = ["STDIN", "from_dict", "from_documents", "load", "load_inputs", "loads"]
+
+STDIN = "-"
+"""The file name that stands for standard input."""
 
 
 def load(path: str | Path) -> Instance:
@@ -29,11 +33,116 @@ def load(path: str | Path) -> Instance:
     return from_documents(docs, file)
 
 
+def load_inputs(
+    paths: Sequence[str | Path],
+    *,
+    scheduler_conf: str | Path | None = None,
+    now: str | None = None,
+) -> Instance:
+    """One instance from several files (``-`` is standard input), as a user captures a
+    cluster: the objects of every file form one dump, so a snapshot and the scheduler
+    ConfigMap can come apart. A compact ``kind: Instance`` file stands alone.
+
+    ``scheduler_conf`` is a raw ``volcano-scheduler.conf`` and ``now`` an RFC 3339 time; both
+    replace the input's own before validation, so they are checked as if written there.
+    """
+    files = [str(p) for p in paths]
+    per_file = [(file, _documents(file)) for file in files]
+    confs = [f for f, docs in per_file if len(docs) == 1 and _is_scheduler_conf(docs[0])]
+    if confs and len(files) > 1:
+        if scheduler_conf is not None or len(confs) > 1:
+            raise InputError(
+                [Problem("a second scheduler configuration", file=(confs[1:] or confs)[0])]
+            )
+        scheduler_conf = confs[0]
+        per_file = [(f, docs) for f, docs in per_file if f != confs[0]]
+        files = [f for f in files if f != confs[0]]
+    overrides: dict[str, Any] = {}
+    if scheduler_conf is not None:
+        overrides["scheduler"] = _scheduler_conf(str(scheduler_conf))
+    if now is not None:
+        overrides["now"] = now
+    compact = [
+        f for f, docs in per_file if any(isinstance(d, Mapping) and _is_compact(d) for d in docs)
+    ]
+    if compact and len(files) > 1:
+        raise InputError(
+            [
+                Problem(
+                    "a kind: Instance file stands alone; several files are read as one "
+                    "kubectl dump",
+                    file=compact[0],
+                )
+            ]
+        )
+    docs = [doc for _, file_docs in per_file for doc in file_docs]
+    if len(files) > 1:
+        first = files[0]
+        overrides["metadata"] = {"name": "stdin" if first == STDIN else Path(first).stem}
+    name = ", ".join("<stdin>" if f == STDIN else f for f in files)
+    if len(files) == 1:
+        return from_documents(docs, name, overrides or None)
+    home = _object_files(per_file)
+    try:
+        instance = from_documents(docs, name, overrides or None)
+    except InputError as err:
+        raise InputError([_attributed(p, home) for p in err.problems]) from None
+    return instance.replace(warnings=tuple(_attributed(w, home) for w in instance.warnings))
+
+
+def _object_files(per_file: Sequence[tuple[str, Sequence[object]]]) -> dict[str, str]:
+    """How problems name each object of the files (``Pod "ns/x"``; a PodGroup or vcjob also
+    as the ``Job`` it becomes) → the file it is written in."""
+    home: dict[str, str] = {}
+    for file, docs in per_file:
+        for doc in docs:
+            items = (
+                doc.get("items")
+                if isinstance(doc, Mapping) and doc.get("kind") == "List"
+                else [doc]
+            )
+            for item in items if isinstance(items, list) else []:
+                if not isinstance(item, Mapping) or not isinstance(item.get("metadata"), Mapping):
+                    continue
+                kind, meta = str(item.get("kind", "")), item["metadata"]
+                name, namespace = str(meta.get("name", "")), str(meta.get("namespace") or "")
+                if kind in ("Pod", "PodGroup", "Job"):
+                    namespace = namespace or DEFAULT_NAMESPACE
+                home.setdefault(obj_name(kind, name, namespace), file)
+                if kind == "PodGroup":
+                    home.setdefault(obj_name("Job", name, namespace), file)
+    return home
+
+
+def _attributed(problem: Problem, home: Mapping[str, str]) -> Problem:
+    """The problem, naming the file its object is written in when one file holds it."""
+    file = home.get(problem.obj)
+    if file is None:
+        return problem
+    return Problem(problem.message, problem.obj, problem.field, file)
+
+
+def _documents(file: str) -> list[object]:
+    if file == STDIN:
+        return load_documents(sys.stdin.read(), "<stdin>")
+    return load_documents(read_text(file), file)
+
+
+def _scheduler_conf(file: str) -> object:
+    """A ``volcano-scheduler.conf`` file: one YAML mapping with actions and tiers."""
+    docs = _documents(file)
+    if len(docs) != 1 or not isinstance(docs[0], Mapping):
+        raise InputError([Problem("expected one YAML mapping with actions and tiers", file=file)])
+    return docs[0]
+
+
 def loads(text: str, file: str = "<string>") -> Instance:
     return from_documents(load_documents(text, file), file)
 
 
-def from_documents(docs: Sequence[object], file: str) -> Instance:
+def from_documents(
+    docs: Sequence[object], file: str, overrides: Mapping[str, Any] | None = None
+) -> Instance:
     """Pick the form from the documents and build the instance.
 
     A document of vcopt's own API group (or of kind Instance) makes a compact file, which holds
@@ -65,8 +174,19 @@ def from_documents(docs: Sequence[object], file: str) -> Instance:
             ]
         )
     if compact:
-        return from_dict(compact[0], file)  # type: ignore[arg-type]
+        return from_dict({**compact[0], **(overrides or {})}, file)  # type: ignore[dict-item]
     missing = [n for n, doc in enumerate(docs, 1) if "kind" not in doc]  # type: ignore[operator]
+    if missing and _is_scheduler_conf(docs[missing[0] - 1]):
+        raise InputError(
+            [
+                Problem(
+                    "a volcano-scheduler.conf, not an instance: give it beside the cluster's "
+                    "objects (vcopt solve snap.yaml volcano-scheduler.conf) or with "
+                    "--scheduler-conf",
+                    file=file,
+                )
+            ]
+        )
     if missing:
         where = f"document {missing[0]}: " if len(docs) > 1 else ""
         raise InputError(
@@ -75,7 +195,12 @@ def from_documents(docs: Sequence[object], file: str) -> Instance:
     compact_doc, problems, warnings = compact_from_objects(docs, file)
     if problems:
         raise InputError([p.in_file(file) for p in problems])
-    return from_dict(compact_doc, file, warnings)
+    return from_dict({**compact_doc, **(overrides or {})}, file, warnings)
+
+
+def _is_scheduler_conf(doc: object) -> bool:
+    """A raw ``volcano-scheduler.conf``: no kind, and Volcano's ``actions`` or ``tiers``."""
+    return isinstance(doc, Mapping) and "kind" not in doc and bool({"actions", "tiers"} & set(doc))
 
 
 def _is_compact(doc: Mapping[str, Any]) -> bool:

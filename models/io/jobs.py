@@ -35,6 +35,7 @@ from ..workload import (
     RunningPod,
     Task,
     Toleration,
+    copied_to_pods,
 )
 from . import schema as s
 from .errors import sub_problems
@@ -199,7 +200,20 @@ class JobReader:
     # -- tasks ---------------------------------------------------------------------------
 
     def _tasks(self, raw: s.JobIn, obj: str) -> tuple[Task, ...]:
-        return tuple(self._task(raw, t, obj, f"tasks[{i}]") for i, t in enumerate(raw.tasks))
+        tasks = raw.tasks or ()
+        return tuple(self._task(raw, t, obj, f"tasks[{i}]") for i, t in enumerate(tasks))
+
+    def _pod_names(self, t: s.TaskIn, obj: str, field: str) -> tuple[str, ...]:
+        names = tuple(t.podNames)
+        if names and len(names) != t.replicas:
+            self.diag.error(
+                obj, f"{field}.podNames", f"lists {len(names)} names for {t.replicas} replicas"
+            )
+            return ()
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            self.diag.error(obj, f"{field}.podNames", f"names {', '.join(repeated)} twice")
+        return names
 
     def _task(self, job: s.JobIn, t: s.TaskIn, obj: str, field: str) -> Task:
         errors = len(self.diag.errors)
@@ -215,26 +229,32 @@ class JobReader:
         gpu: tuple[GpuRequest, ...] = ()
         if len(self.diag.errors) == errors:
             gpu = self._gpu_request(requests, limits, obj, f"{field}.resources")
+        annotations, labels = dict(t.annotations), dict(t.labels)
+        if job.copyAnnotations:
+            copied, copied_labels = copied_to_pods(job.annotations, job.labels)
+            annotations.update(copied)
+            labels.update(copied_labels)
         return Task(
             name=t.name,
             replicas=t.replicas,
             resources=resources,
             init_resources=init,
             gpu=gpu,
-            gpu_filter=gpu_filter(t.annotations) if gpu else None,
+            gpu_filter=gpu_filter(annotations) if gpu else None,
             priority=self._priority(
                 t.priority, t.priorityClassName, None, obj, f"{field}.priorityClassName"
             ),
             preemption_policy=t.preemptionPolicy,
             role=_role(job, t),
             min_available=t.minAvailable,
-            labels=dict(t.labels),
-            annotations=dict(t.annotations),
+            labels=labels,
+            annotations=annotations,
             node_selector=dict(t.nodeSelector),
             required_affinity=self._affinity(t.affinity, obj, f"{field}.affinity"),
             tolerations=tuple(
                 Toleration(x.key, x.operator, x.value, x.effect) for x in t.tolerations
             ),
+            pod_names=self._pod_names(t, obj, field),
         )
 
     def _gpu_request(

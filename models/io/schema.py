@@ -169,6 +169,7 @@ class TaskIn(_Strict):
     affinity: dict[StrictStr, Any] | None = None
     tolerations: list[TolerationIn] = Field(default_factory=list)
     topologySpreadConstraints: list[Any] = Field(default_factory=list)
+    podNames: list[StrictStr] = Field(default_factory=list)
 
 
 class DeviceShareIn(_Strict):
@@ -200,7 +201,10 @@ class JobIn(_Strict):
     duration: StrictStr | None = None
     phase: StrictStr | None = None
     creationTimestamp: Any = None
-    tasks: list[TaskIn] = Field(min_length=1)
+    copyAnnotations: StrictBool = True
+    tasks: list[TaskIn] | None = Field(default=None, min_length=1)
+    """Omitted for a PodGroup whose pods do not exist yet; an explicit empty list is refused,
+    as Volcano's CRD refuses ``tasks: []``."""
     running: list[RunningIn] = Field(default_factory=list)
 
 

@@ -6,6 +6,9 @@ type, UUID and mode filters (``gpu-filter``) depend on nothing the plan decides,
 not constraints of the model: they decide which variables exist. A class shares every node
 attribute these rules read, so its first node answers for all of them.
 
+On a node that counts ``nvidia.com/gpu`` without devices (the plain NVIDIA device plugin) a
+whole-GPU group has no device choice: its GPUs are a scalar of the node's resources.
+
 For each GPU container the same pass decides, per device class, whether the container takes
 its devices *whole* there (its memory is the whole card, or it is exclusive on a 100-core
 card): then the model only counts such devices, and nothing else may share them.
@@ -158,7 +161,10 @@ def find_candidates(
             continue
         if not tdm_ok(instance, group, node, lookahead):
             continue
-        if group.gpus:
+        if group.gpus and node.plain_gpus:
+            if not all(request.whole for request in group.gpus):
+                continue
+        elif group.gpus:
             choice = _gpu_choice(group, cls)
             if choice is None:
                 continue

@@ -315,7 +315,7 @@ def gpu_distinct(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
     gives a container at most its devices per node), all on one NUMA node when bound."""
     for g in data.groups:
         for c in g.classes:
-            for k in range(len(g.gpus)):
+            for k in range(len(g.gpus_on(c))):
                 if not v.is_pooled(g.index, k, c):
                     _container_devices(m, v, g.index, k, c)
 

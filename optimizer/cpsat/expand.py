@@ -214,7 +214,7 @@ def _fit_pod(data: Compiled, c: int, node: _Node, g: Group) -> list[DeviceShare]
         node.free[r] = node.free.get(r, 0) - amount
     shares: list[DeviceShare] = []
     cls = data.classes[c]
-    for k, request in enumerate(g.gpus):
+    for k, request in enumerate(g.gpus_on(c)):
         allowed = []
         for dc, whole in g.where.containers[c][k]:
             allowed += [(d, whole) for d in cls.devices[dc].members[node.position]]

@@ -12,6 +12,7 @@ from .expand import Expansion
 from .variables import Values, Variables
 
 NO_CANDIDATE = "no node passes the static predicates (selector, taints, TDM, GPU filter)"
+NO_PODS = "no pods in the input (a PodGroup whose pods do not exist yet): nothing to place"
 NOT_ADMITTED = (
     "not admitted: no feasible placement, or admitting it lowers a higher objective stage"
 )
@@ -78,6 +79,8 @@ def decisions(data: Compiled, plan: Plan, expansion: Expansion) -> tuple[JobDeci
 
 
 def _pending_reason(data: Compiled, job: str, expansion: Expansion) -> str:
+    if not data.instance.job_by_key[job].tasks:
+        return NO_PODS
     unit = data.unit_of[job]
     if unit in expansion.failed_units:
         return NOT_PACKED

@@ -50,7 +50,7 @@ def core_values(v: Variables, plan: Plan) -> dict[int, int]:
             continue
         _bump(values, v.count[g.index, c].index)
         admitted.setdefault(g.unit, set()).add(data.instance.pod_by_key[p.pod].job)
-        if g.gpus:
+        if g.gpus_on(c):
             _hint_devices(v, values, g, c, n, _containers(data, g, c, n, p))
     for unit, var in v.admit.items():
         values[var.index] = len(admitted.get(unit, ()))

@@ -44,6 +44,11 @@ class Group:
         """One request per GPU container (empty for a pod without GPUs)."""
         return self.task.gpu
 
+    def gpus_on(self, cls: int) -> tuple[GpuRequest, ...]:
+        """The requests the model gives devices for on class ``cls``: none on a class whose
+        nodes count GPUs as a plain scalar (the node's resources take them there)."""
+        return self.gpus if cls in self.where.containers else ()
+
     @property
     def size(self) -> int:
         return len(self.pods)

@@ -98,7 +98,7 @@ def per_node_limit(group: Group, cls: NodeClass) -> int:
     for resource, amount in group.request.items():
         if amount > 0:
             most = min(most, max(0, cls.free(resource)) // amount)
-    for k, request in enumerate(group.gpus):
+    for k, request in enumerate(group.gpus_on(cls.index)):
         room = 0
         for d, whole in group.where.containers[cls.index][k]:
             dc = cls.devices[d]
@@ -207,7 +207,7 @@ class Variables:
                 self.per_node[g.index, c] = per_node
                 self.count_bound[g.index, c] = bound
                 self.count[g.index, c] = m.new_int_var(0, bound, f"x[{g.index},{c}]")
-                for k, request in enumerate(g.gpus):
+                for k, request in enumerate(g.gpus_on(c)):
                     options = g.where.containers[c][k]
                     if len(options) > 1 and not self.is_pooled(g.index, k, c):
                         for d, _ in options:

@@ -38,6 +38,11 @@ def dominant_reason(instance: Instance, plan: Plan, job: str) -> str | None:
     nodes = search.where_it_fits(em)
     if nodes is not None:
         status = plan.solver.status if plan.solver is not None else "its"
+        if not nodes or status == "OPTIMAL":
+            # Nothing to place (a job without pods), or a proven optimum that leaves out a job
+            # the room would take: a rule this model does not state decides, so the engine's
+            # own reason stands.
+            return None
         return (
             f"it fits in the room the plan leaves (on {', '.join(nodes[:3])}), but the {status} "
             "search did not admit it"

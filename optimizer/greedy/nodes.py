@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
+from models.gpu import PLAIN_GPU_SHARE
+
 from .api import NodeInfo, TaskInfo
 from .devices import PLUGIN as DEVICE_PLUGIN
 from .devices import PODGROUP_POLICY, SPREAD, DeviceFit, fit
@@ -85,6 +87,10 @@ def device_fit(ssn: Session, task: TaskInfo, node: NodeInfo) -> DeviceFit | FitF
     if not task.gpu_requests:
         return None
     if not node.gpus:
+        if node.node.plain_gpus:
+            if all(request.whole for request in task.gpu_requests):
+                return DeviceFit((), 0.0)
+            return FitFailure(UNRESOLVABLE, f"{node.name}: {PLAIN_GPU_SHARE}", DEVICE_PLUGIN)
         return FitFailure(UNSCHEDULABLE, f"{node.name}: no GPU devices", DEVICE_PLUGIN)
     if task.device_key < 0:
         signatures = ssn.device_signatures

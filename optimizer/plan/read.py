@@ -1,4 +1,5 @@
-"""Reading plans: a plan file (YAML or JSON) checked against the instance it is for.
+"""Reading plans: a plan file (YAML or JSON, or the Binding objects ``--format bindings``
+writes) checked against the instance it is for.
 
 Only ``placements`` are required, so plans can be written by hand; a pod, node or GPU the
 instance does not have is bad input, reported with the entry's path. A plan without ``jobs``
@@ -18,6 +19,7 @@ from models.yamlio import load_documents, read_text
 
 from .. import __version__
 from ..result import Status
+from .bindings import is_bindings, plan_dict_from_bindings
 from .records import (
     ADMITTED,
     JOB_STATUSES,
@@ -39,6 +41,8 @@ def read_plan(path: str | Path, instance: Instance) -> Plan:
     """Read a plan file (YAML or JSON) and check its references against ``instance``."""
     file = str(path)
     docs = load_documents(read_text(path), file)
+    if docs and all(isinstance(d, Mapping) and is_bindings(d) for d in docs):
+        return plan_from_dict(plan_dict_from_bindings(docs, instance, file), instance, file)
     if len(docs) != 1 or not isinstance(docs[0], Mapping):
         raise InputError([Problem("expected one mapping with kind: Plan", file=file)])
     return plan_from_dict(docs[0], instance, file)

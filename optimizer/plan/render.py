@@ -15,12 +15,13 @@ from models.gpu import hami_allocation_annotation
 from models.instance import Instance
 from models.vocabulary import HAMI_ALLOCATED, HAMI_NODE, HAMI_TO_ALLOCATE
 
+from .bindings import plan_bindings
 from .write import plan_json, plan_yaml
 
 if TYPE_CHECKING:
     from .records import Plan
 
-FORMATS = ("table", "yaml", "json", "csv", "annotations")
+FORMATS = ("table", "yaml", "json", "csv", "annotations", "bindings")
 
 
 def render(plan: Plan, fmt: str, instance: Instance) -> str:
@@ -35,6 +36,8 @@ def render(plan: Plan, fmt: str, instance: Instance) -> str:
         return yaml.safe_dump(plan_annotations(plan), sort_keys=False, width=200)
     if fmt == "table":
         return plan_table(plan, instance)
+    if fmt == "bindings":
+        return plan_bindings(plan)
     raise ValueError(f"unknown format {fmt!r} (choose from {', '.join(FORMATS)})")
 
 
@@ -127,7 +130,7 @@ def plan_table(plan: Plan, instance: Instance) -> str:
     for d in plan.jobs:
         job = instance.job_by_key.get(d.job)
         jobs.add_row(
-            d.job,
+            short_name(d.job),
             job.queue if job else "",
             "" if d.position is None else str(d.position),
             d.status,
@@ -140,11 +143,11 @@ def plan_table(plan: Plan, instance: Instance) -> str:
         pods.add_column(col)
     for p in plan.placements:
         gpus = " ".join(f"{g.id}:{g.memory}MiB/{g.cores}%" for g in p.gpus or ())
-        pods.add_row(p.pod, "place", p.node, gpus, "")
+        pods.add_row(short_name(p.pod), "place", p.node, gpus, "")
     for e in plan.evictions:
-        pods.add_row(e.pod, "evict", e.node, "", e.reason)
+        pods.add_row(short_name(e.pod), "evict", e.node, "", e.reason)
     for q in plan.pipelined:
-        pods.add_row(q.pod, "pipeline", q.node, "", "waiting for released resources")
+        pods.add_row(short_name(q.pod), "pipeline", q.node, "", "waiting for released resources")
     text = _render(jobs) + _render(pods)
     if plan.solver is not None:
         s = plan.solver
@@ -157,6 +160,19 @@ def plan_table(plan: Plan, instance: Instance) -> str:
         if s.message:
             text += f"  {s.message}\n"
     return text
+
+
+TABLE_NAME_WIDTH = 48
+
+
+def short_name(name: str, width: int = TABLE_NAME_WIDTH) -> str:
+    """A long generated name (``podgroup-<uid>``, ``<job>-<uid>``) cut in the middle, for the
+    human table only: its start says what it is and its end tells pods apart. Every other
+    format keeps the cluster's name whole."""
+    if len(name) <= width:
+        return name
+    tail = width // 3
+    return f"{name[: width - tail - 1]}…{name[-tail:]}"
 
 
 def _device_text(gpus: Sequence[Any] | None) -> str:

@@ -1,6 +1,9 @@
 """GPU device rules (hami-gpu.md §3.4): capacity, distinct devices per container, exclusive
 use, and the devices a pod may use at all.
 
+On a node that counts ``nvidia.com/gpu`` without devices (the plain NVIDIA device plugin) the
+count is checked with the node's other resources; only whole-GPU requests may go there.
+
 A placement may leave its devices open ("any valid assignment on this node"); whether one
 exists is decided by the exact search of ``optimizer.verify.assignment``.
 """
@@ -11,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from models.cluster import Node
-from models.gpu import FULL_CORES, GpuDevice, GpuRequest
+from models.gpu import FULL_CORES, PLAIN_GPU_SHARE, GpuDevice, GpuRequest
 from models.vocabulary import (
     DEVICE_CORDON,
     GPU_SCHEDULER_POLICY,
@@ -82,6 +85,14 @@ def _gpu_bookings_match_requests(ctx: Context) -> Iterator[Violation]:
         if p.gpus is None:
             continue
         task, node = ctx.members[p.pod].task, ctx.node(p.node)
+        if task.gpu and node.plain_gpus:
+            if not all(request.whole for request in task.gpu):
+                yield Violation(
+                    "gpu-capacity",
+                    (p.pod, p.node),
+                    f"pod {p.pod} requests a share of a GPU on node {p.node}: {PLAIN_GPU_SHARE}",
+                )
+            continue
         if not task.gpu:
             if p.gpus:
                 ids = ", ".join(d.id for d in p.gpus)
@@ -138,7 +149,7 @@ def _gpu_open_assignments(ctx: Context) -> Iterator[Violation]:
     fit together beside the assignments already known."""
     open_pods: dict[str, list[str]] = {}
     for p in ctx.plan.placements:
-        if p.gpus is None and ctx.members[p.pod].task.gpu:
+        if p.gpus is None and ctx.members[p.pod].task.gpu and not ctx.node(p.node).plain_gpus:
             open_pods.setdefault(p.node, []).append(p.pod)
     bookings = _bookings(ctx)
     for name in ctx.placed_nodes:

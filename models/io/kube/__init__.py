@@ -9,26 +9,34 @@ bookkeeping, how a vcjob names its pods, where a bound pod's GPU devices are wri
 Conventions for what kubectl objects cannot say by themselves:
 
 - A pod without a PodGroup (or whose PodGroup is not in the dump) becomes a one-pod job named
-  after the pod, with the single task ``main``: plans call the pod ``<name>-main-0``.
+  after the pod, with the single task ``main``; the pod keeps its own name in plans.
 - ``now`` (and ``timezone``) are read from the data of a ConfigMap named ``vcopt-snapshot``;
   without it the loader reads TDM windows at the current time.
-- A PodGroup without pods in the dump is dropped with a warning: Volcano creates a vcjob's
-  pods only once its PodGroup is Inqueue, and vcopt cannot place a job whose pods it cannot see.
+- A vcjob becomes the PodGroup and pods its controller makes (``vcjob.py``), after the job
+  webhook's admission (``admission.py``).
+- A PodGroup without pods in the dump stays as a job without tasks: enqueue decides on it
+  (minMember, minResources), but vcopt cannot place pods it cannot see.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
 from ...errors import Diagnostics, Problem
-from ...vocabulary import API_VERSION
+from ...vocabulary import API_VERSION, DEFAULT_NAMESPACE
 from .cluster import ClusterReader
-from .objects import ObjectReader
+from .objects import KubeObject, ObjectReader
+from .vcjob import is_vcjob
 from .workload import WorkloadReader
 
 __all__ = ["compact_from_objects"]
+
+POD_CONTROLLERS = frozenset(
+    {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "SparkApplication"}
+)
+"""Kinds whose meaning for the scheduler is only the pods they create."""
 
 
 def compact_from_objects(
@@ -44,6 +52,36 @@ def compact_from_objects(
     return compact, diag.errors, diag.warnings
 
 
+def _pods_of_controllers(
+    controllers: Sequence[KubeObject], owners: Collection[tuple[str, str, str]], diag: Diagnostics
+) -> None:
+    """Say of each pod controller whether its pods are in the input (they are what Volcano
+    schedules; the controller itself is not read). A Deployment owns its pods through a
+    ReplicaSet ``<deployment>-<hash>``."""
+    for o in controllers:
+        own = any(
+            ns == (o.namespace or DEFAULT_NAMESPACE)
+            and (
+                (kind == o.kind and name == o.name)
+                or (
+                    o.kind == "Deployment"
+                    and kind == "ReplicaSet"
+                    and name.startswith(f"{o.name}-")
+                )
+            )
+            for ns, kind, name in owners
+        )
+        if own:
+            diag.warn(o.obj, "", f"a {o.kind} only makes pods: its pods are read, not it")
+        else:
+            diag.warn(
+                o.obj,
+                "",
+                f"a {o.kind} only makes pods, and its pods are not in the input; ignored "
+                "(dump the pods with kubectl get pods -A -o yaml)",
+            )
+
+
 def _translate(docs: Sequence[object], name: str, diag: Diagnostics) -> dict[str, Any]:
     """One pass over the stream collects every object; jobs are assembled afterwards."""
     cluster = ClusterReader(diag)
@@ -55,6 +93,7 @@ def _translate(docs: Sequence[object], name: str, diag: Diagnostics) -> dict[str
         "PriorityClass": cluster.priority_class,
         "ConfigMap": cluster.configmap,
     }
+    controllers: list[KubeObject] = []
     for position, o in enumerate(ObjectReader(diag).objects(docs)):
         if o.kind in (*handlers, "PodGroup", "Pod") and not o.name:
             diag.error(o.obj, "metadata.name", "required field is missing")
@@ -64,15 +103,16 @@ def _translate(docs: Sequence[object], name: str, diag: Diagnostics) -> dict[str
             workload.add_podgroup(o, position)
         elif o.kind == "Pod":
             workload.add_pod(o, position)
-        elif o.kind == "Job" and o.api_version.startswith("batch.volcano.sh/"):
-            diag.warn(
-                o.obj,
-                "",
-                "a vcjob is not a snapshot object; ignored (dump its PodGroup and Pods, "
-                "or write it under jobs: in the compact form)",
-            )
+        elif is_vcjob(o):
+            if not o.name:
+                diag.error(o.obj, "metadata.name", "required field is missing")
+            else:
+                workload.add_vcjob(o, position)
+        elif o.kind in POD_CONTROLLERS:
+            controllers.append(o)
         else:
             diag.warn(o.obj, "", "not a snapshot object; ignored")
+    _pods_of_controllers(controllers, workload.owners, diag)
     out: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": "Instance",
@@ -86,7 +126,7 @@ def _translate(docs: Sequence[object], name: str, diag: Diagnostics) -> dict[str
         "nodes": cluster.nodes,
         "hypernodes": cluster.hypernodes,
         "queues": cluster.queues,
-        "jobs": workload.jobs(),
+        "jobs": workload.jobs(cluster.queues),
     }
     out.update({key: items for key, items in sections.items() if items})
     return out

@@ -15,6 +15,7 @@ from ...yamlio import load_documents
 from .objects import KubeObject, ObjectReader, type_name
 
 SCHEDULER_CONF_KEY = "volcano-scheduler.conf"
+QUEUE_HIERARCHY_ANNOTATIONS = ("volcano.sh/hierarchy", "volcano.sh/hierarchy-weights")
 SNAPSHOT_CONFIGMAP = "vcopt-snapshot"
 
 
@@ -73,6 +74,22 @@ class ClusterReader(ObjectReader):
     def queue(self, o: KubeObject) -> None:
         spec = self._mapping(o, o.doc, "spec", "spec")
         queue = {"name": o.name, **spec}
+        for key in self._metadata_map(o, "annotations"):
+            if key in QUEUE_HIERARCHY_ANNOTATIONS:
+                self.diag.warn(
+                    o.obj,
+                    f"metadata.annotations.{key}",
+                    "the annotation form of the queue hierarchy is not modelled (nor checked "
+                    "by Volcano's job webhook); write spec.parent",
+                )
+        for section in ("deserved", "capability", "guarantee"):
+            for name in self._mapping(o, spec, section, f"spec.{section}"):
+                if "deviceclass" in str(name):
+                    self.diag.warn(
+                        o.obj,
+                        f"spec.{section}.{name}",
+                        "a DRA device-class quota: vcopt models no DRA claims, so no pod uses it",
+                    )
         state = self._mapping(o, o.doc, "status", "status").get("state")
         if "state" not in queue and isinstance(state, str) and state:
             if state in ("Closing", "Unknown"):

@@ -44,6 +44,9 @@ class PodView:
     node: str | None
     containers: Sequence[Mapping[str, Any]]
     init_containers: Sequence[Mapping[str, Any]]
+    path: str = "spec"
+    """Where the pod spec sits in its object: ``spec`` for a Pod, a task's template spec for
+    the pods a vcjob will have."""
 
 
 class ObjectReader:
@@ -84,9 +87,17 @@ class ObjectReader:
         name = name if isinstance(name, str) else ""
         namespace = metadata.get("namespace")
         namespace = namespace if isinstance(namespace, str) and namespace else ""
-        if kind in ("Pod", "PodGroup") and not namespace:
+        if kind in ("Pod", "PodGroup", "Job") and not namespace:
             namespace = DEFAULT_NAMESPACE
         api_version = doc.get("apiVersion")
+        obj = obj_name(kind, name, namespace) if name else f"{kind} ({where})"
+        if "spec" in metadata:
+            self.diag.warn(
+                obj,
+                "metadata.spec",
+                "a spec under metadata is no spec: the API server drops it, so the object is "
+                "read without it (indent spec at the top level)",
+            )
         yield KubeObject(
             kind=kind,
             api_version=api_version if isinstance(api_version, str) else "",
@@ -94,7 +105,7 @@ class ObjectReader:
             metadata=metadata,
             name=name,
             namespace=namespace,
-            obj=obj_name(kind, name, namespace) if name else f"{kind} ({where})",
+            obj=obj,
         )
 
     def _mapping(self, o: KubeObject, parent: Mapping[str, Any], key: str, field: str) -> Mapping:

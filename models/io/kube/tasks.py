@@ -85,21 +85,21 @@ class TaskReader(ObjectReader):
 
     def _placement_rules(self, ref: PodView) -> dict[str, Any]:
         """What decides where the task's pods may go, as the pod spells it."""
-        o, spec = ref.o, ref.spec
-        node_selector = self._strings(o, spec, "nodeSelector", "spec.nodeSelector")
-        affinity = dict(self._mapping(o, spec, "affinity", "spec.affinity"))
+        o, spec, at = ref.o, ref.spec, ref.path
+        node_selector = self._strings(o, spec, "nodeSelector", f"{at}.nodeSelector")
+        affinity = dict(self._mapping(o, spec, "affinity", f"{at}.affinity"))
         tolerations = []
-        for i, tol in enumerate(self._list(o, spec, "tolerations", "spec.tolerations")):
+        for i, tol in enumerate(self._list(o, spec, "tolerations", f"{at}.tolerations")):
             if isinstance(tol, Mapping):
                 tolerations.append({k: tol[k] for k in _TOLERATION_KEYS if tol.get(k) is not None})
             else:
-                self.diag.error(o.obj, f"spec.tolerations[{i}]", "expected a mapping")
+                self.diag.error(o.obj, f"{at}.tolerations[{i}]", "expected a mapping")
         return {
             "nodeSelector": node_selector,
             "affinity": affinity,
             "tolerations": tolerations,
             "topologySpreadConstraints": self._list(
-                o, spec, "topologySpreadConstraints", "spec.topologySpreadConstraints"
+                o, spec, "topologySpreadConstraints", f"{at}.topologySpreadConstraints"
             ),
         }
 
@@ -145,7 +145,9 @@ class TaskReader(ObjectReader):
         limits: dict[str, int] = {}
         gpu_containers = 0
         for i, container in enumerate(view.containers):
-            wanted, limited = self._container_amounts(view.o, container, f"spec.containers[{i}]")
+            wanted, limited = self._container_amounts(
+                view.o, container, f"{view.path}.containers[{i}]"
+            )
             for name, amount in wanted.items():
                 requests[name] = requests.get(name, 0) + amount
             for name, amount in limited.items():
@@ -154,13 +156,15 @@ class TaskReader(ObjectReader):
         if gpu_containers > 1:
             self.diag.warn(
                 view.o.obj,
-                "spec.containers",
+                f"{view.path}.containers",
                 f"{gpu_containers} containers request GPUs: vcopt models one container per "
                 "task, so their requests are summed (HAMi and Volcano fit each container apart)",
             )
         init: dict[str, int] = {}
         for i, container in enumerate(view.init_containers):
-            wanted, _ = self._container_amounts(view.o, container, f"spec.initContainers[{i}]")
+            wanted, _ = self._container_amounts(
+                view.o, container, f"{view.path}.initContainers[{i}]"
+            )
             for name, amount in wanted.items():
                 init[name] = max(init.get(name, 0), amount)
         resources = {}

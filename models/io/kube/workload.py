@@ -8,16 +8,26 @@ belongs to no PodGroup of the dump is a one-pod job of its own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import Diagnostics
 from ...queues import DEFAULT_QUEUE
-from ...vocabulary import HAMI_ALLOCATED, HAMI_NODE, HAMI_TO_ALLOCATE, TASK_SPEC, VOLCANO_ALLOCATED
+from ...vocabulary import (
+    GROUP_NAME,
+    HAMI_ALLOCATED,
+    HAMI_NODE,
+    HAMI_TO_ALLOCATE,
+    JOB_NAME,
+    TASK_INDEX,
+    TASK_SPEC,
+    VOLCANO_ALLOCATED,
+)
 from .objects import LAST_APPLIED, KubeObject, PodView
-from .tasks import INDEX, TaskReader
+from .tasks import INDEX
+from .vcjob import VcJobReader, VcJobSeen, owner_job, pod_job
 
-GROUP_NAME_KEYS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
+GROUP_NAME_KEYS = (GROUP_NAME, "scheduling.volcano.sh/group-name")
 """Pod annotations naming the PodGroup, Volcano's own first."""
 QUEUE_NAME_KEYS = ("scheduling.volcano.sh/queue-name", "volcano.sh/queue-name")
 LONE_TASK = "main"
@@ -28,11 +38,11 @@ _POD_BOOKKEEPING = frozenset(
         *GROUP_NAME_KEYS,
         *QUEUE_NAME_KEYS,
         LAST_APPLIED,
-        "volcano.sh/job-name",
+        JOB_NAME,
         "volcano.sh/job-version",
         "volcano.sh/job-retry-count",
         "volcano.sh/template-uid",
-        "volcano.sh/task-index",
+        TASK_INDEX,
         "batch.kubernetes.io/job-completion-index",
         HAMI_ALLOCATED,
         HAMI_TO_ALLOCATE,
@@ -53,7 +63,7 @@ _POD_BOOKKEEPING = frozenset(
 the pod asks for, and several differ from pod to pod."""
 _PODINDEX_LABELS = frozenset(
     {
-        "volcano.sh/task-index",
+        TASK_INDEX,
         "apps.kubernetes.io/pod-index",
         "statefulset.kubernetes.io/pod-name",
         "batch.kubernetes.io/job-completion-index",
@@ -67,7 +77,7 @@ _PODGROUP_SPEC_KEYS = frozenset(
 _FINISHED = ("Succeeded", "Failed")
 
 
-class WorkloadReader(TaskReader):
+class WorkloadReader(VcJobReader):
     """Collects PodGroups and pods as they come; :meth:`jobs` assembles them at the end."""
 
     def __init__(self, diag: Diagnostics, priority_classes: list[dict[str, Any]]) -> None:
@@ -77,6 +87,18 @@ class WorkloadReader(TaskReader):
         self.podgroups: dict[tuple[str, str], tuple[int, KubeObject]] = {}
         self.pods: list[PodView] = []
         self.seen_pods: set[tuple[str, str]] = set()
+        self.vcjobs: dict[tuple[str, str], VcJobSeen] = {}
+        self.owners: set[tuple[str, str, str]] = set()
+        """(namespace, kind, name) of every pod's owners: which controllers' pods are here."""
+
+    def add_vcjob(self, o: KubeObject, position: int) -> None:
+        key = (o.namespace, o.name)
+        if key in self.vcjobs:
+            self.diag.error(o.obj, "metadata.name", "duplicate Job in namespace")
+            return
+        job = self.read_vcjob(o, position)
+        if job is not None:
+            self.vcjobs[key] = job
 
     def add_podgroup(self, o: KubeObject, position: int) -> None:
         key = (o.namespace, o.name)
@@ -90,6 +112,10 @@ class WorkloadReader(TaskReader):
             self.diag.error(o.obj, "metadata.name", "duplicate Pod in namespace")
             return
         self.seen_pods.add((o.namespace, o.name))
+        refs = o.metadata.get("ownerReferences")
+        for ref in refs if isinstance(refs, list) else []:
+            if isinstance(ref, Mapping):
+                self.owners.add((o.namespace, str(ref.get("kind", "")), str(ref.get("name", ""))))
         view = self._pod_view(o, position)
         if view is not None:
             self.pods.append(view)
@@ -128,6 +154,12 @@ class WorkloadReader(TaskReader):
                     return None
         annotations = self._metadata_map(o, "annotations")
         labels = self._metadata_map(o, "labels")
+        if spec.get("resourceClaims"):
+            self.diag.warn(
+                o.obj,
+                "spec.resourceClaims",
+                "DRA claims are not modelled: the pod is planned without the devices it claims",
+            )
         return PodView(
             o=o,
             position=position,
@@ -140,13 +172,20 @@ class WorkloadReader(TaskReader):
             init_containers=init_containers,
         )
 
-    def jobs(self) -> list[dict[str, Any]]:
-        """Jobs in the order their PodGroup (or lone pod) appeared: the loader's tie-break."""
+    def jobs(self, queues: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Jobs in the order their vcjob, PodGroup (or lone pod) appeared: the loader's
+        tie-break. ``queues`` are the dump's, which a vcjob's admission checks."""
+        by_podgroup = self._claim_podgroups()
         members: dict[tuple[str, str], list[PodView]] = {key: [] for key in self.podgroups}
         positioned: list[tuple[int, dict[str, Any]]] = []
         for view in self.pods:
             key_name = next((k for k in GROUP_NAME_KEYS if view.annotations.get(k)), None)
             group = view.annotations[key_name] if key_name else ""
+            owner = self.vcjobs.get((view.o.namespace, pod_job(view) or ""))
+            owner = owner or by_podgroup.get((view.o.namespace, group))
+            if owner is not None:
+                owner.pods.append(view)
+                continue
             if (view.o.namespace, group) in members:
                 members[view.o.namespace, group].append(view)
                 continue
@@ -163,29 +202,54 @@ class WorkloadReader(TaskReader):
             job = self._podgroup_job(o, members[key])
             if job is not None:
                 positioned.append((position, job))
+        classes = {pc["name"]: pc["value"] for pc in self.priority_classes if "value" in pc}
+        for vcjob in self.vcjobs.values():
+            job = self.vcjob_entry(vcjob, queues, classes, self._default_priority())
+            if job is not None:
+                positioned.append((vcjob.position, job))
         positioned.sort(key=lambda item: item[0])
         return [job for _, job in positioned]
 
+    def _claim_podgroups(self) -> dict[tuple[str, str], VcJobSeen]:
+        """Give each vcjob its PodGroup (by owner reference or by name) and take it out of the
+        PodGroups read as jobs; the result maps PodGroup names to their vcjob."""
+        claimed: dict[tuple[str, str], VcJobSeen] = {}
+        names = {
+            (job.o.namespace, name): job
+            for job in self.vcjobs.values()
+            for name in job.podgroup_names
+        }
+        for key, (_, o) in list(self.podgroups.items()):
+            owner = self.vcjobs.get((o.namespace, owner_job(o.metadata) or "")) or names.get(key)
+            if owner is not None:
+                owner.podgroup = o
+                claimed[key] = owner
+                del self.podgroups[key]
+        for key, job in names.items():
+            claimed.setdefault(key, job)
+        return claimed
+
     def _podgroup_job(self, o: KubeObject, views: list[PodView]) -> dict[str, Any] | None:
-        if not views:
-            self.diag.warn(
-                o.obj,
-                "",
-                "no pods in the snapshot, so there is nothing to place; ignored (Volcano "
-                "creates a vcjob's pods once its PodGroup is Inqueue)",
-            )
-            return None
         spec = self._mapping(o, o.doc, "spec", "spec")
         job: dict[str, Any] = {
             "name": o.name,
             "namespace": o.namespace,
             "queue": spec.get("queue") or DEFAULT_QUEUE,
+            "copyAnnotations": False,
             **self._podgroup_spec(o, spec),
         }
         phase = self._mapping(o, o.doc, "status", "status").get("phase")
         if phase:
             job["phase"] = phase
         self._job_metadata(o, job)
+        if not views:
+            self.diag.warn(
+                o.obj,
+                "",
+                "no pods in the input: kept as a job that enqueue decides on (minMember, "
+                "minResources); its pods cannot be placed, since vcopt cannot see them",
+            )
+            return job
         tasks: dict[str, list[tuple[int, PodView]]] = {}
         for view in views:
             named = self._task_and_index(view, o.name)
@@ -196,9 +260,12 @@ class WorkloadReader(TaskReader):
         job["tasks"] = []
         running = []
         for task_name, indexed in tasks.items():
-            job["tasks"].append(self.task(task_name, indexed))
+            task = self.task(task_name, indexed)
+            names = [view.o.name for _, view in sorted(indexed, key=lambda item: item[0])]
+            if names != [f"{o.name}-{task_name}-{i}" for i in range(len(names))]:
+                task["podNames"] = names
+            job["tasks"].append(task)
             running.extend(self.running(task_name, indexed))
-            self._warn_renamed(o.name, task_name, indexed)
         if running:
             job["running"] = running
         return job
@@ -250,16 +317,10 @@ class WorkloadReader(TaskReader):
         if view.spec.get("priorityClassName"):
             job["priorityClassName"] = view.spec["priorityClassName"]
         self._job_metadata(o, job, labels_and_annotations=False)
-        job["tasks"] = [self.task(LONE_TASK, [(0, view)])]
+        job["tasks"] = [{**self.task(LONE_TASK, [(0, view)]), "podNames": [o.name]}]
         running = self.running(LONE_TASK, [(0, view)])
         if running:
             job["running"] = running
-        self.diag.warn(
-            o.obj,
-            "",
-            f"not in a PodGroup: read as a one-pod job whose pod plans call "
-            f"{o.namespace}/{o.name}-{LONE_TASK}-0",
-        )
         return job
 
     def _job_metadata(
@@ -305,15 +366,3 @@ class WorkloadReader(TaskReader):
             )
             return None
         return stem[len(prefix) :], int(last)
-
-    def _warn_renamed(self, job: str, task: str, indexed: list[tuple[int, PodView]]) -> None:
-        for index, view in indexed:
-            planned = f"{job}-{task}-{index}"
-            if view.o.name != planned:
-                self.diag.warn(
-                    view.o.obj,
-                    "metadata.name",
-                    f"plans call the pods of task {task!r} <podgroup>-<task>-<index>, "
-                    f"this one {view.o.namespace}/{planned}",
-                )
-                return
