@@ -38,11 +38,6 @@ _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
-def is_nothing(selector: LabelSelector | None) -> bool:
-    """A nil selector: ``LabelSelectorAsSelector`` gives ``Nothing``, which matches no pod."""
-    return selector is None
-
-
 def is_everything(selector: LabelSelector | None) -> bool:
     """``{}``: no matchLabels and no matchExpressions (``Selector.Empty()`` is true)."""
     return selector is not None and not selector.match_labels and not selector.match_expressions
@@ -95,6 +90,26 @@ class PodAffinityTerm:
         if not self.namespaces and self.namespace_selector is None:
             return namespace == owner_namespace
         return namespace in self.namespaces
+
+    def matches(
+        self,
+        selector: LabelSelector | None,
+        owner_namespace: str,
+        namespace: str,
+        labels: Mapping[str, str],
+        namespace_labels: Mapping[str, str] | None = None,
+    ) -> bool:
+        """``match(t, Y, nsLabels)`` (§1.2, §1.3) for a pod Y in ``namespace`` with ``labels``;
+        ``selector`` is :meth:`selector_for` the owner. ``namespaceSelector: {}`` takes every
+        namespace; another one is judged on the labels of Y's Namespace (none known: empty),
+        which is what resolving it to namespace names (the owner's own terms) or testing the
+        incoming pod's namespace labels (an existing pod's terms) both come to."""
+        if not selector_matches(selector, labels):
+            return False
+        if self.namespace_listed(owner_namespace, namespace):
+            return True
+        ns_selector = self.namespace_selector
+        return ns_selector is not None and ns_selector.matches(namespace_labels or {})
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,179 @@
+"""kube-scheduler's PodTopologySpread plugin as Volcano runs it: ``DoNotSchedule`` constraints as
+a filter (``predicates``), ``ScheduleAnyway`` ones as a score (``nodeorder``).
+
+Rules: ``spec/k8s-affinity-spread.md`` §4. The filter counts matching pods per domain over the
+*eligible* nodes (all keys of the hard constraints, and the node-inclusion policies), an
+eligible node creating its domain even when empty, so the global minimum can be 0; ``minDomains``
+above the number of domains makes it 0 too. The score registers domains from the candidates
+only and counts pods from every node into them.
+
+System-default constraints (a pod without any) need the Services and ReplicaSets selecting the
+pod, which an instance does not carry: a Volcano Job's pods get them only from a Service, so
+such a pod has no default constraints here and the score skips.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from models.affinity import HOSTNAME, SpreadConstraint
+from models.selectors import LabelSelector
+
+from ..api import NodeInfo, TaskInfo
+from ..session import UNRESOLVABLE, UNSCHEDULABLE, FitFailure
+from .node_pods import NodePods
+
+MISSING_LABEL = "node(s) didn't match pod topology spread constraints (missing required label)"
+SKEW = "node(s) didn't match pod topology spread constraints"
+PLUGIN = "PodTopologySpread"
+
+Rule = tuple[SpreadConstraint, LabelSelector | None]
+
+
+def _rules(task: TaskInfo, hard: bool) -> list[Rule]:
+    labels = task.task.labels
+    return [(c, c.selector_for(labels)) for c in task.task.spread if c.hard == hard]
+
+
+def _count(task: TaskInfo, rule: Rule, pods: NodePods, index: int) -> int:
+    """``countPodsMatchSelector``: pods of the task's namespace the selector matches."""
+    c, sel = rule
+    return sum(
+        1
+        for other in pods.on[index].values()
+        if other.namespace == task.namespace and c.counts(sel, other.task.labels)
+    )
+
+
+Included = Callable[[TaskInfo, SpreadConstraint, NodeInfo], bool]
+"""The node-inclusion policies (``nodeAffinityPolicy``, ``nodeTaintsPolicy``) for one
+constraint: the ``predicates`` plugin's node-affinity and taint rules, passed in."""
+
+
+@dataclass
+class SpreadState:
+    rules: list[Rule]
+    domains: list[Counter[str]]
+    minimum: list[int]
+
+
+def prefilter(
+    task: TaskInfo, nodes: Sequence[NodeInfo], pods: NodePods, included: Included
+) -> SpreadState | None:
+    """§4.2: per hard constraint, matching pods per domain over the eligible nodes and the
+    global minimum after the minDomains rule; None (skip) without hard constraints."""
+    rules = _rules(task, hard=True)
+    if not rules:
+        return None
+    keys = [c.topology_key for c, _ in rules]
+    domains: list[Counter[str]] = [Counter() for _ in rules]
+    for node in nodes:
+        labels = node.node.labels
+        if any(k not in labels for k in keys):
+            continue
+        for i, rule in enumerate(rules):
+            if included(task, rule[0], node):
+                domains[i][labels[rule[0].topology_key]] += _count(task, rule, pods, node.index)
+    minimum = [
+        min(d.values()) if len(d) >= c.domains_needed else 0
+        for d, (c, _) in zip(domains, rules, strict=True)
+    ]
+    return SpreadState(rules, domains, minimum)
+
+
+def filter_node(state: SpreadState | None, task: TaskInfo, node: NodeInfo) -> FitFailure | None:
+    """§4.3, constraints in order: a missing key is unresolvable, too much skew is not."""
+    if state is None:
+        return None
+    labels = node.node.labels
+    for (c, sel), domain, low in zip(state.rules, state.domains, state.minimum, strict=True):
+        if c.topology_key not in labels:
+            return FitFailure(UNRESOLVABLE, MISSING_LABEL, PLUGIN)
+        own = 1 if sel is not None and sel.matches(task.task.labels) else 0
+        if domain.get(labels[c.topology_key], 0) + own - low > c.max_skew:
+            return FitFailure(UNSCHEDULABLE, SKEW, PLUGIN)
+    return None
+
+
+# -- score (§4.4) ------------------------------------------------------------------------------
+
+
+def scores(
+    task: TaskInfo,
+    nodes: Sequence[NodeInfo],
+    pods: NodePods,
+    candidates: Sequence[NodeInfo],
+    included: Included,
+) -> dict[str, int] | None:
+    """PreScore, Score and NormalizeScore over ``candidates``; None when the plugin skips."""
+    rules = _rules(task, hard=False)
+    if not rules or not nodes:
+        return None
+    keys = [c.topology_key for c, _ in rules]
+    ignored = {n.name for n in candidates if any(k not in n.node.labels for k in keys)}
+    kept = [n for n in candidates if n.name not in ignored]
+    registered = _domain_counts(task, rules, kept, nodes, pods, included)
+    weights = [
+        math.log((len(kept) if c.topology_key == HOSTNAME else len(reg)) + 2)
+        for (c, _), reg in zip(rules, registered, strict=True)
+    ]
+    raw: dict[str, int] = {}
+    for node in kept:
+        total = 0.0
+        for i, rule in enumerate(rules):
+            c = rule[0]
+            if c.topology_key == HOSTNAME:
+                count = _count(task, rule, pods, node.index)
+            else:
+                count = registered[i][node.node.labels[c.topology_key]]
+            total += count * weights[i] + (c.max_skew - 1)
+        raw[node.name] = math.floor(total + 0.5)  # Go's math.Round: halves away from zero
+    return _normalise(raw, [n.name for n in candidates])
+
+
+def _domain_counts(
+    task: TaskInfo,
+    rules: list[Rule],
+    kept: Sequence[NodeInfo],
+    nodes: Sequence[NodeInfo],
+    pods: NodePods,
+    included: Included,
+) -> list[Counter[str]]:
+    """Per non-hostname constraint, the domains the kept candidates register, with the
+    matching pods of every node (that has all keys and passes the policies) counted in."""
+    keys = [c.topology_key for c, _ in rules]
+    registered: list[Counter[str]] = [Counter() for _ in rules]
+    for node in kept:
+        for i, (c, _) in enumerate(rules):
+            if c.topology_key != HOSTNAME:
+                registered[i][node.node.labels[c.topology_key]] += 0
+    for node in nodes:
+        labels = node.node.labels
+        if any(k not in labels for k in keys):
+            continue
+        for i, rule in enumerate(rules):
+            c = rule[0]
+            if c.topology_key == HOSTNAME or not included(task, c, node):
+                continue
+            value = labels[c.topology_key]
+            if value in registered[i]:
+                registered[i][value] += _count(task, rule, pods, node.index)
+    return registered
+
+
+def _normalise(raw: dict[str, int], names: Sequence[str]) -> dict[str, int]:
+    """Ignored nodes 0; the others ``100·(mx + mn − s) // mx`` (100 when mx is 0)."""
+    low = min(raw.values(), default=0)
+    high = max([0, *raw.values()])
+    out = {}
+    for name in names:
+        if name not in raw:
+            out[name] = 0
+        elif high == 0:
+            out[name] = 100
+        else:
+            out[name] = 100 * (high + low - raw[name]) // high
+    return out
