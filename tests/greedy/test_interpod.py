@@ -200,7 +200,9 @@ def test_anti_affine_pair_never_shares_a_node() -> None:
 def test_evicted_pods_stop_counting_and_placed_pods_count() -> None:
     """§6.2: a pod evicted in the session vanishes from the counts at once; a pod placed
     earlier in the session counts for the next task."""
-    jobs = running("db", "{app: db}", "A") + """
+    jobs = (
+        running("db", "{app: db}", "A")
+        + """
 - name: p
   namespace: ns
   tasks:
@@ -210,6 +212,7 @@ def test_evicted_pods_stop_counting_and_placed_pods_count() -> None:
     affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [
       {topologyKey: zone, labelSelector: {matchLabels: {app: db}}}]}}
 """
+    )
     ssn = open_session(make(ZONES, jobs))
     p = task(ssn, "p-t-0")
     before = failures(ssn, p)
@@ -226,7 +229,9 @@ def test_existing_anti_affinity_in_its_own_namespace_does_not_block_others() -> 
         ", affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
         "[{topologyKey: zone, labelSelector: {}}]}}"
     )
-    jobs = running("e", "{app: e}", "A", anti) + """
+    jobs = (
+        running("e", "{app: e}", "A", anti)
+        + """
 - name: p
   namespace: other
   tasks: [{name: t, labels: {app: p}, resources: {cpu: "1"}}]
@@ -234,6 +239,7 @@ def test_existing_anti_affinity_in_its_own_namespace_does_not_block_others() -> 
   namespace: ns
   tasks: [{name: t, labels: {app: q}, resources: {cpu: "1"}}]
 """
+    )
     ssn = open_session(make(ZONES, jobs))
     assert set(failures(ssn, task(ssn, "p-t-0", "other")).values()) == {None}
     q = failures(ssn, task(ssn, "q-t-0"))
@@ -455,7 +461,9 @@ def test_depends_on_placed_pods_hook() -> None:
         ", affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
         "[{topologyKey: zone, labelSelector: {matchLabels: {app: batch}}}]}}"
     )
-    jobs = running("e", "{app: e}", "A", anti) + """
+    jobs = (
+        running("e", "{app: e}", "A", anti)
+        + """
 - name: b
   namespace: ns
   tasks: [{name: t, labels: {app: batch}, resources: {cpu: "1"}}]
@@ -463,6 +471,7 @@ def test_depends_on_placed_pods_hook() -> None:
   namespace: ns
   tasks: [{name: t, labels: {app: calm}, resources: {cpu: "1"}}]
 """
+    )
     ssn = open_session(make(ZONES, jobs))
     plugin = ssn.plugins["predicates"]
     assert plugin.depends_on_placed_pods(task(ssn, "b-t-0"))  # type: ignore[attr-defined]
