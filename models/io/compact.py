@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from ..affinity import HOSTNAME
 from ..cluster import TAINT_EFFECTS, Node, Taint, with_gpu_allocatable
 from ..errors import Diagnostics, InputError, Problem, obj_name
 from ..gpu import (
@@ -230,7 +231,10 @@ class _Builder:
                 gpus = shorthand_devices(
                     name, g.count, g.type, g.memory, split=g.split, cores=g.cores
                 )
-            nodes.append(replace(first, name=name, gpus=gpus))
+            labels = first.labels
+            if HOSTNAME not in group.labels:
+                labels = {**labels, HOSTNAME: name}
+            nodes.append(replace(first, name=name, labels=labels, gpus=gpus))
         self.written_as.update(dict.fromkeys(names, obj))
         return nodes
 
@@ -254,7 +258,8 @@ class _Builder:
         return Node(
             name=name,
             allocatable=with_gpu_allocatable(allocatable, gpus),
-            labels=dict(raw.labels),
+            # The kubelet labels every node with its hostname; pods' topology terms read it.
+            labels={HOSTNAME: name, **raw.labels},
             annotations=dict(raw.annotations),
             taints=tuple(taints),
             unschedulable=raw.unschedulable,
