@@ -1,0 +1,113 @@
+"""What inter-pod terms read of nodes and pods, for the node classes and the constraint
+families alike: the compiled terms of a task, which label keys classes must agree on, and
+what running pods on a node are to those terms (``classes.py`` keys nodes by it).
+
+A key whose value differs on every node (``kubernetes.io/hostname``) is a *per-node key*: the
+families of ``affinity.py`` handle required anti-affinity and the soft terms on it inside a
+class, so only the rules that need each node as its own domain put it into the class key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+from models.affinity import PodAffinityTerm
+from models.instance import Instance
+from models.selectors import LabelSelector
+from models.workload import Task
+
+from .records import Group, RunningPod
+
+Term = tuple[PodAffinityTerm, LabelSelector | None]
+
+
+def compiled_terms(task: Task, kind: str) -> list[Term]:
+    """Terms of ``kind`` (required_affinity, required_anti, preferred_affinity,
+    preferred_anti) with the selectors merged for the task's labels."""
+    rules = task.pod_affinity if kind.endswith("affinity") else task.pod_anti_affinity
+    if rules is None:
+        return []
+    chosen = rules.required if kind.startswith("required") else rules.preferred
+    return [(t, t.selector_for(task.labels)) for t in chosen]
+
+
+def matches_pod(owner_ns: str, term: Term, namespace: str, labels: Mapping[str, str]) -> bool:
+    t, sel = term
+    return t.matches(sel, owner_ns, namespace, labels)
+
+
+def group_ns(g: Group) -> str:
+    return g.job.namespace
+
+
+def running_ns(r: RunningPod) -> str:
+    return r.job.namespace
+
+
+# -- keys and classes --------------------------------------------------------------------------
+
+
+def _all_tasks(instance: Instance) -> list[Task]:
+    return [t for job in instance.jobs for t in job.tasks]
+
+
+def has_pod_terms(instance: Instance) -> bool:
+    return any(t.pod_terms or t.preferred_node_affinity for t in _all_tasks(instance))
+
+
+def per_node_keys(instance: Instance) -> frozenset[str]:
+    """Label keys no two nodes share a value of (each node its own domain)."""
+    seen: dict[str, set[str]] = {}
+    shared: set[str] = set()
+    for node in instance.nodes:
+        for k, value in node.labels.items():
+            values = seen.setdefault(k, set())
+            if value in values:
+                shared.add(k)
+            values.add(value)
+    return frozenset(k for k in seen if k not in shared)
+
+
+def _task_keys(task: Task) -> tuple[set[str], set[str]]:
+    """(keys that may stay per-node, keys that must be class-level) a task's terms read."""
+    loose: set[str] = set()
+    strict: set[str] = set()
+    for kind in ("required_anti", "preferred_affinity", "preferred_anti"):
+        loose.update(t.topology_key for t, _ in compiled_terms(task, kind))
+    strict.update(t.topology_key for t, _ in compiled_terms(task, "required_affinity"))
+    strict.update(c.topology_key for c in task.spread if c.hard)
+    loose.update(c.topology_key for c in task.spread if not c.hard)
+    for term in task.preferred_node_affinity:
+        loose.update(r.key for r in term.expressions)
+    return loose, strict
+
+
+def class_label_keys(instance: Instance, tasks: Iterable[Task]) -> frozenset[str]:
+    """Label keys the pending tasks' terms (and running pods' anti-affinity) read that the
+    node classes must agree on: all but the per-node keys that may stay per node."""
+    if not has_pod_terms(instance):
+        return frozenset()
+    per_node = per_node_keys(instance)
+    keys: set[str] = set()
+    for task in [*tasks, *_all_tasks(instance)]:
+        loose, strict = _task_keys(task)
+        keys |= strict | {k for k in loose if k not in per_node}
+    return frozenset(keys)
+
+
+def node_signature(instance: Instance, pods: Sequence[RunningPod]) -> tuple[object, ...]:
+    """What the running pods on a node are to inter-pod terms: their namespaces, labels and
+    own terms (empty when no pod of the instance has terms)."""
+    if not has_pod_terms(instance):
+        return ()
+    return tuple(
+        sorted(
+            (
+                running_ns(r),
+                tuple(sorted(r.task.labels.items())),
+                repr(r.task.pod_affinity),
+                repr(r.task.pod_anti_affinity),
+            )
+            for r in pods
+        )
+    )
