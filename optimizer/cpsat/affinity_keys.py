@@ -2,7 +2,7 @@
 families alike: the compiled terms of a task, which label keys classes must agree on, and
 what running pods on a node are to those terms (``classes.py`` keys nodes by it).
 
-A key whose value differs on every node (``kubernetes.io/hostname``) is a *per-node key*: the
+``kubernetes.io/hostname``, whose value differs on every node, is the *per-node key*: the
 families of ``affinity.py`` handle required anti-affinity and the soft terms on it inside a
 class, so only the rules that need each node as its own domain put it into the class key.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from models.affinity import PodAffinityTerm
+from models.affinity import HOSTNAME, PodAffinityTerm
 from models.instance import Instance
 from models.selectors import LabelSelector
 from models.workload import Task
@@ -56,16 +56,10 @@ def has_pod_terms(instance: Instance) -> bool:
 
 
 def per_node_keys(instance: Instance) -> frozenset[str]:
-    """Label keys no two nodes share a value of (each node its own domain)."""
-    seen: dict[str, set[str]] = {}
-    shared: set[str] = set()
-    for node in instance.nodes:
-        for k, value in node.labels.items():
-            values = seen.setdefault(k, set())
-            if value in values:
-                shared.add(k)
-            values.add(value)
-    return frozenset(k for k in seen if k not in shared)
+    """``kubernetes.io/hostname`` when no two nodes share its value (each node its own
+    domain); every other key is class-level, so a zone of one node still aggregates."""
+    values = [n.labels[HOSTNAME] for n in instance.nodes if HOSTNAME in n.labels]
+    return frozenset({HOSTNAME}) if len(values) == len(set(values)) else frozenset()
 
 
 def _task_keys(task: Task) -> tuple[set[str], set[str]]:
