@@ -160,3 +160,40 @@ def test_spread_skew_breaks_topology_spread_only() -> None:
         ),
     )
     assert [v.rule for v in missing] == ["topology-spread"]
+
+
+def test_metrics_count_the_soft_terms_a_plan_satisfies() -> None:
+    """p prefers node A (node affinity on its hostname), no app=db in its zone (anti-affinity)
+    and a ScheduleAnyway zone spread of its own pods; db runs on A (z1). On A: the node term
+    holds, the anti term does not (db shares z1), the spread holds (z1 1 − z2 0 ≤ 1): 2 of 3.
+    On C (z2): the node term fails, the anti term and the spread hold: 2 of 3."""
+    from optimizer.metrics import evaluate
+
+    jobs = """
+- name: db
+  namespace: ns
+  tasks: [{name: t, labels: {app: db}, resources: {cpu: "1"}}]
+  running: [{index: 0, node: A}]
+- name: p
+  namespace: ns
+  tasks:
+  - name: t
+    labels: {app: p}
+    resources: {cpu: "1"}
+    affinity:
+      nodeAffinity:
+        preferredDuringSchedulingIgnoredDuringExecution:
+        - {weight: 10, preference: {matchExpressions: [{key: kubernetes.io/hostname,
+           operator: In, values: [A]}]}}
+      podAntiAffinity:
+        preferredDuringSchedulingIgnoredDuringExecution:
+        - {weight: 5, podAffinityTerm: {topologyKey: zone, labelSelector: {matchLabels: {app: db}}}}
+    topologySpreadConstraints:
+    - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway,
+       labelSelector: {matchLabels: {app: p}}}
+"""
+    inst = make(jobs)
+    on_a = evaluate(inst, plan(("p-t-0", "A")))
+    on_c = evaluate(inst, plan(("p-t-0", "C")))
+    assert (on_a.soft_terms, on_a.soft_terms_satisfied) == (3, 2)
+    assert (on_c.soft_terms, on_c.soft_terms_satisfied) == (3, 2)
