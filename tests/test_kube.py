@@ -464,3 +464,41 @@ def test_capacity_plugin_guide_objects_load_together() -> None:
     assert deserved["queue2"] == 6000
     assert instance.scheduler.plugin("capacity") is not None
     assert instance.name == "capacity-guide"
+
+
+def test_pods_carry_labels_affinity_and_spread_into_their_task() -> None:
+    """Two pods of one task, labelled app=web, with required anti-affinity on the hostname and
+    a zone spread constraint, one of them running: the task (and so both pods) carries the
+    labels and the terms, as the compact form would."""
+    spec_terms = {
+        "affinity": {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "topologyKey": "kubernetes.io/hostname",
+                        "labelSelector": {"matchLabels": {"app": "web"}},
+                    }
+                ]
+            }
+        },
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "zone",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {"app": "web"}},
+            }
+        ],
+    }
+    pods = [_pod("train-web-0", node="n1", phase="Running"), _pod("train-web-1")]
+    for pod in pods:
+        pod["metadata"]["labels"] = {"app": "web"}
+        pod["spec"].update(spec_terms)
+    inst = from_documents([_node(), _podgroup(), *pods], "dump.yaml")
+    task = inst.job_by_key["default/train"].tasks[0]
+    assert task.labels == {"app": "web"}
+    assert task.pod_anti_affinity is not None
+    assert [t.topology_key for t in task.pod_anti_affinity.required] == ["kubernetes.io/hostname"]
+    assert [(c.topology_key, c.hard) for c in task.spread] == [("zone", False)]
+    running = inst.pod_by_key["default/train-web-0"]
+    assert running.node == "n1" and running.labels == {"app": "web"}
