@@ -37,13 +37,30 @@ class TermBook:
 
     def __init__(self) -> None:
         self._cache: dict[int, dict[str, Compiled]] = {}
+        self._alive: list[Task] = []
+        self._matches: dict[tuple[int, int, str, str, int], bool] = {}
 
     def terms(self, task: Task, kind: str) -> Compiled:
         """``kind``: required_affinity, required_anti, preferred_affinity, preferred_anti."""
         book = self._cache.get(id(task))
         if book is None:
             book = self._cache[id(task)] = _compile(task)
+            self._alive.append(task)
         return book[kind]
+
+    def match(
+        self, owner: TaskInfo, term: PodAffinityTerm, sel: LabelSelector | None, pod: TaskInfo
+    ) -> bool:
+        """``match(t, pod)`` for a term of :meth:`terms` (whose objects live as long as the
+        book), memoised: pods of one task in one namespace are alike to every term."""
+        key = (id(term), id(sel), owner.namespace, pod.namespace, id(pod.task))
+        hit = self._matches.get(key)
+        if hit is None:
+            hit = self._matches[key] = term.matches(
+                sel, owner.namespace, pod.namespace, pod.task.labels
+            )
+            self._alive.append(pod.task)
+        return hit
 
 
 def _compile(task: Task) -> dict[str, Compiled]:
@@ -57,12 +74,6 @@ def _compile(task: Task) -> dict[str, Compiled]:
         "required_anti": merged(anti.required) if anti else (),
         "preferred_anti": merged(anti.preferred) if anti else (),
     }
-
-
-def _match(
-    owner: TaskInfo, term: PodAffinityTerm, sel: LabelSelector | None, pod: TaskInfo
-) -> bool:
-    return term.matches(sel, owner.namespace, pod.namespace, pod.task.labels)
 
 
 @dataclass
@@ -89,7 +100,7 @@ def _existing_anti(
         for other in pods.on[index].values():
             for term, sel in book.terms(other.task, "required_anti"):
                 key = term.topology_key
-                if key in labels and _match(other, term, sel, task):
+                if key in labels and book.match(other, term, sel, task):
                     existing[(key, labels[key])] += 1
     return existing
 
@@ -108,14 +119,14 @@ def prefilter(
     for node in nodes:
         labels = node.node.labels
         for other in pods.on[node.index].values():
-            if affinity and all(_match(task, t, s, other) for t, s in affinity):
+            if affinity and all(book.match(task, t, s, other) for t, s in affinity):
                 for term, _ in affinity:
                     if term.topology_key in labels:
                         state.aff_counts[(term.topology_key, labels[term.topology_key])] += 1
             for term, sel in anti:
-                if term.topology_key in labels and _match(task, term, sel, other):
+                if term.topology_key in labels and book.match(task, term, sel, other):
                     state.anti_counts[(term.topology_key, labels[term.topology_key])] += 1
-    state.self_match = all(_match(task, t, s, task) for t, s in affinity)
+    state.self_match = all(book.match(task, t, s, task) for t, s in affinity)
     return state
 
 
@@ -152,6 +163,7 @@ def _add(table: dict[str, Counter[str]], labels: Mapping[str, str], key: str, de
 
 
 def _weigh(
+    book: TermBook,
     table: dict[str, Counter[str]],
     labels: Mapping[str, str],
     owner: TaskInfo,
@@ -161,7 +173,7 @@ def _weigh(
 ) -> None:
     """Add ``sign × weight`` to the node's pair of each of ``owner``'s terms matching ``pod``."""
     for term, sel in terms:
-        if _match(owner, term, sel, pod):
+        if book.match(owner, term, sel, pod):
             _add(table, labels, term.topology_key, sign * term.weight)
 
 
@@ -184,10 +196,12 @@ def score_table(
         for other in pods.on[index].values():
             if not own and not has_affinity(other):
                 continue
-            _weigh(table, labels, task, pref_aff, other, 1)
-            _weigh(table, labels, task, pref_anti, other, -1)
-            _weigh(table, labels, other, book.terms(other.task, "preferred_affinity"), task, 1)
-            _weigh(table, labels, other, book.terms(other.task, "preferred_anti"), task, -1)
+            _weigh(book, table, labels, task, pref_aff, other, 1)
+            _weigh(book, table, labels, task, pref_anti, other, -1)
+            _weigh(
+                book, table, labels, other, book.terms(other.task, "preferred_affinity"), task, 1
+            )
+            _weigh(book, table, labels, other, book.terms(other.task, "preferred_anti"), task, -1)
     return table or None
 
 

@@ -33,6 +33,7 @@ class PodFilters:
     included: spread.Included
     pods: NodePods
     book: interpod.TermBook = field(default_factory=interpod.TermBook)
+    spread_book: spread.SpreadBook = field(default_factory=spread.SpreadBook)
     sticky_skip: set[str] = field(default_factory=set)
     """Tasks whose InterPodAffinity PreFilter skipped once this session."""
     _affinity: dict[str, interpod.FilterState] = field(default_factory=dict)
@@ -71,7 +72,9 @@ class PodFilters:
                 self.sticky_skip.add(task.uid)
             self._affinity[task.uid] = state
         if self.spread:
-            self._spread[task.uid] = spread.prefilter(task, nodes, self.pods, self.included)
+            self._spread[task.uid] = spread.prefilter(
+                task, nodes, self.pods, self.included, self.spread_book
+            )
         return None
 
     def filter(self, task: TaskInfo, node: NodeInfo) -> FitFailure | None:

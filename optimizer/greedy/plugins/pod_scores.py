@@ -44,6 +44,7 @@ class PodScores:
         self.weights = (node_affinity, pod_affinity, spread_w)
         self.pods = NodePods(ssn)
         self.book = interpod.TermBook()
+        self.spread_book = spread.SpreadBook()
 
     @staticmethod
     def needed(ssn: Session) -> bool:
@@ -62,7 +63,9 @@ class PodScores:
             if table is not None:
                 parts.append((pod_w, interpod.normalised_scores(table, candidates)))
         if spread_w:
-            found = spread.scores(task, nodes, self.pods, candidates, spread_included)
+            found = spread.scores(
+                task, nodes, self.pods, candidates, spread_included, self.spread_book
+            )
             parts.append((spread_w, found))
         for weight, part in parts:
             for name, score in (part or {}).items():

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from models.affinity import HOSTNAME, SpreadConstraint
 from models.selectors import LabelSelector
+from models.workload import Task
 
 from ..api import NodeInfo, TaskInfo
 from ..session import UNRESOLVABLE, UNSCHEDULABLE, FitFailure
@@ -33,19 +34,43 @@ PLUGIN = "PodTopologySpread"
 Rule = tuple[SpreadConstraint, LabelSelector | None]
 
 
-def _rules(task: TaskInfo, hard: bool) -> list[Rule]:
-    labels = task.task.labels
-    return [(c, c.selector_for(labels)) for c in task.task.spread if c.hard == hard]
+class SpreadBook:
+    """Each task's constraints with merged selectors, and whether a selector counts a task's
+    pods, computed once per session (pods of one task share labels)."""
 
+    def __init__(self) -> None:
+        self._rules: dict[int, tuple[list[Rule], list[Rule]]] = {}
+        self._counts: dict[tuple[int, int], bool] = {}
+        self._alive: list[object] = []
+        """The rules the memo keys name, kept so that their ids stay theirs."""
 
-def _count(task: TaskInfo, rule: Rule, pods: NodePods, index: int) -> int:
-    """``countPodsMatchSelector``: pods of the task's namespace the selector matches."""
-    c, sel = rule
-    return sum(
-        1
-        for other in pods.on[index].values()
-        if other.namespace == task.namespace and c.counts(sel, other.task.labels)
-    )
+    def rules(self, task: TaskInfo, hard: bool) -> list[Rule]:
+        spec = task.task
+        found = self._rules.get(id(spec))
+        if found is None:
+            merged = [(c, c.selector_for(spec.labels)) for c in spec.spread]
+            found = ([r for r in merged if r[0].hard], [r for r in merged if not r[0].hard])
+            self._rules[id(spec)] = found
+            self._alive.append(spec)
+        return found[0] if hard else found[1]
+
+    def counts(self, rule: Rule, spec: Task) -> bool:
+        key = (id(rule), id(spec))
+        hit = self._counts.get(key)
+        if hit is None:
+            c, sel = rule
+            hit = self._counts[key] = c.counts(sel, spec.labels)
+            self._alive.append(rule)
+        return hit
+
+    def count(self, task: TaskInfo, rule: Rule, pods: NodePods, index: int) -> int:
+        """``countPodsMatchSelector``: pods of the task's namespace the selector matches."""
+        ns = task.namespace
+        return sum(
+            1
+            for other in pods.on[index].values()
+            if other.namespace == ns and self.counts(rule, other.task)
+        )
 
 
 Included = Callable[[TaskInfo, SpreadConstraint, NodeInfo], bool]
@@ -61,11 +86,15 @@ class SpreadState:
 
 
 def prefilter(
-    task: TaskInfo, nodes: Sequence[NodeInfo], pods: NodePods, included: Included
+    task: TaskInfo,
+    nodes: Sequence[NodeInfo],
+    pods: NodePods,
+    included: Included,
+    book: SpreadBook,
 ) -> SpreadState | None:
     """§4.2: per hard constraint, matching pods per domain over the eligible nodes and the
     global minimum after the minDomains rule; None (skip) without hard constraints."""
-    rules = _rules(task, hard=True)
+    rules = book.rules(task, hard=True)
     if not rules:
         return None
     keys = [c.topology_key for c, _ in rules]
@@ -76,7 +105,7 @@ def prefilter(
             continue
         for i, rule in enumerate(rules):
             if included(task, rule[0], node):
-                domains[i][labels[rule[0].topology_key]] += _count(task, rule, pods, node.index)
+                domains[i][labels[rule[0].topology_key]] += book.count(task, rule, pods, node.index)
     minimum = [
         min(d.values()) if len(d) >= c.domains_needed else 0
         for d, (c, _) in zip(domains, rules, strict=True)
@@ -107,15 +136,16 @@ def scores(
     pods: NodePods,
     candidates: Sequence[NodeInfo],
     included: Included,
+    book: SpreadBook,
 ) -> dict[str, int] | None:
     """PreScore, Score and NormalizeScore over ``candidates``; None when the plugin skips."""
-    rules = _rules(task, hard=False)
+    rules = book.rules(task, hard=False)
     if not rules or not nodes:
         return None
     keys = [c.topology_key for c, _ in rules]
     ignored = {n.name for n in candidates if any(k not in n.node.labels for k in keys)}
     kept = [n for n in candidates if n.name not in ignored]
-    registered = _domain_counts(task, rules, kept, nodes, pods, included)
+    registered = _domain_counts(task, rules, kept, nodes, pods, included, book)
     weights = [
         math.log((len(kept) if c.topology_key == HOSTNAME else len(reg)) + 2)
         for (c, _), reg in zip(rules, registered, strict=True)
@@ -126,7 +156,7 @@ def scores(
         for i, rule in enumerate(rules):
             c = rule[0]
             if c.topology_key == HOSTNAME:
-                count = _count(task, rule, pods, node.index)
+                count = book.count(task, rule, pods, node.index)
             else:
                 count = registered[i][node.node.labels[c.topology_key]]
             total += count * weights[i] + (c.max_skew - 1)
@@ -141,6 +171,7 @@ def _domain_counts(
     nodes: Sequence[NodeInfo],
     pods: NodePods,
     included: Included,
+    book: SpreadBook,
 ) -> list[Counter[str]]:
     """Per non-hostname constraint, the domains the kept candidates register, with the
     matching pods of every node (that has all keys and passes the policies) counted in."""
@@ -160,7 +191,7 @@ def _domain_counts(
                 continue
             value = labels[c.topology_key]
             if value in registered[i]:
-                registered[i][value] += _count(task, rule, pods, node.index)
+                registered[i][value] += book.count(task, rule, pods, node.index)
     return registered
 
 
