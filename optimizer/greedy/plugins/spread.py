@@ -41,6 +41,7 @@ class SpreadBook:
     def __init__(self) -> None:
         self._rules: dict[int, tuple[list[Rule], list[Rule]]] = {}
         self._counts: dict[tuple[int, int], bool] = {}
+        self._eligible: dict[tuple[int, int], list[tuple[int, str]]] = {}
         self._alive: list[object] = []
         """The rules the memo keys name, kept so that their ids stay theirs."""
 
@@ -53,6 +54,30 @@ class SpreadBook:
             self._rules[id(spec)] = found
             self._alive.append(spec)
         return found[0] if hard else found[1]
+
+    def eligible(
+        self,
+        task: TaskInfo,
+        rules: list[Rule],
+        i: int,
+        nodes: Sequence[NodeInfo],
+        included: Included,
+    ) -> list[tuple[int, str]]:
+        """(node index, domain) of the nodes eligible for hard constraint ``i``: every key
+        of the hard constraints, and the inclusion policies. Both read only what a session
+        never changes (labels, taints, the pod's node affinity), so once per task spec."""
+        key = (id(task.task), i)
+        found = self._eligible.get(key)
+        if found is None:
+            keys = [c.topology_key for c, _ in rules]
+            c = rules[i][0]
+            found = [
+                (n.index, n.node.labels[c.topology_key])
+                for n in nodes
+                if all(k in n.node.labels for k in keys) and included(task, c, n)
+            ]
+            self._eligible[key] = found
+        return found
 
     def counts(self, rule: Rule, spec: Task) -> bool:
         key = (id(rule), id(spec))
@@ -97,15 +122,10 @@ def prefilter(
     rules = book.rules(task, hard=True)
     if not rules:
         return None
-    keys = [c.topology_key for c, _ in rules]
     domains: list[Counter[str]] = [Counter() for _ in rules]
-    for node in nodes:
-        labels = node.node.labels
-        if any(k not in labels for k in keys):
-            continue
-        for i, rule in enumerate(rules):
-            if included(task, rule[0], node):
-                domains[i][labels[rule[0].topology_key]] += book.count(task, rule, pods, node.index)
+    for i, rule in enumerate(rules):
+        for index, value in book.eligible(task, rules, i, nodes, included):
+            domains[i][value] += book.count(task, rule, pods, index)
     minimum = [
         min(d.values()) if len(d) >= c.domains_needed else 0
         for d, (c, _) in zip(domains, rules, strict=True)
