@@ -212,3 +212,42 @@ jobs:
       {weight: 50, preference: {matchExpressions: [{key: pool, operator: In, values: [fast]}]}}]}}
 """
     assert nodes_of_plan(cpsat(instance(BASE, nodes, jobs)), "p") == ["fast"]
+
+
+def test_nodes_without_the_key() -> None:
+    """§7.2: a node without the zone label fails a DoNotSchedule zone constraint and required
+    affinity on zone, but never conflicts for anti-affinity. One such node: the spread pod and
+    the affine pod stay pending; two pods rejecting each other on zone both start there."""
+    nodes = """
+nodes:
+- {name: bare, allocatable: {cpu: "8"}}
+"""
+    jobs = """
+jobs:
+- name: s
+  tasks:
+  - name: t
+    labels: {app: s}
+    resources: {cpu: "1"}
+    topologySpreadConstraints:
+    - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: DoNotSchedule,
+       labelSelector: {matchLabels: {app: s}}}
+- name: c
+  tasks:
+  - name: t
+    labels: {app: c}
+    resources: {cpu: "1"}
+    affinity: {podAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [
+      {topologyKey: zone, labelSelector: {matchLabels: {app: c}}}]}}
+- name: w
+  tasks:
+  - name: t
+    replicas: 2
+    labels: {app: w}
+    resources: {cpu: "1"}
+    affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [
+      {topologyKey: zone, labelSelector: {matchLabels: {app: w}}}]}}
+"""
+    plan = cpsat(instance(BASE, nodes, jobs))
+    assert pods_of(plan, "s") == [] and pods_of(plan, "c") == []
+    assert nodes_of_plan(plan, "w") == ["bare", "bare"]

@@ -2,7 +2,8 @@
 
 Volcano's ``plugins/predicates/predicates.go`` wraps kube-scheduler Filter plugins (spec §2.2).
 vcopt models the ones whose inputs an instance carries: the pod count, NodeUnschedulable,
-NodeAffinity (nodeSelector and required node affinity) and TaintToleration. CPU and memory are
+NodeAffinity (nodeSelector and required node affinity), TaintToleration, and InterPodAffinity
+and PodTopologySpread (``pod_filters.py``, which also registers their PreFilter). CPU and memory are
 *not* checked here (spec §9 item 16): the allocate action's own ``InitResreq ≤ FutureIdle`` does
 that before any PredicateFn runs.
 
