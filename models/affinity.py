@@ -21,9 +21,10 @@ from dataclasses import dataclass
 
 from .errors import Diagnostics
 from .selectors import IN, NOT_IN, LabelRequirement, LabelSelector, validate_label_selector
+from .vocabulary import HOSTNAME_LABEL
 
-HOSTNAME = "kubernetes.io/hostname"
-"""The topology key PodTopologySpread's Score counts per node (§4.4); a node's name by default."""
+HOSTNAME = HOSTNAME_LABEL
+"""The topology key PodTopologySpread's Score counts per node (§4.4)."""
 DO_NOT_SCHEDULE, SCHEDULE_ANYWAY = "DoNotSchedule", "ScheduleAnyway"
 WHEN_UNSATISFIABLE = (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY)
 HONOR, IGNORE = "Honor", "Ignore"

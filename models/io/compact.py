@@ -19,7 +19,6 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from ..affinity import HOSTNAME
 from ..cluster import TAINT_EFFECTS, Node, Taint, with_gpu_allocatable
 from ..errors import Diagnostics, InputError, Problem, obj_name
 from ..gpu import (
@@ -34,7 +33,7 @@ from ..queues import DEFAULT_QUEUE, Queue
 from ..scheduler_conf import parse_scheduler_conf
 from ..selectors import LabelRequirement, LabelSelector
 from ..topology import HyperNode, Member, MemberSelector
-from ..vocabulary import API_VERSION, HAMI_REGISTER, VOLCANO_REGISTER
+from ..vocabulary import API_VERSION, HAMI_REGISTER, HOSTNAME_LABEL, VOLCANO_REGISTER
 from ..workload import Job
 from . import schema as s
 from .errors import shape_problems, sub_problems
@@ -232,8 +231,8 @@ class _Builder:
                     name, g.count, g.type, g.memory, split=g.split, cores=g.cores
                 )
             labels = first.labels
-            if HOSTNAME not in group.labels:
-                labels = {**labels, HOSTNAME: name}
+            if HOSTNAME_LABEL not in group.labels:
+                labels = {**labels, HOSTNAME_LABEL: name}
             nodes.append(replace(first, name=name, labels=labels, gpus=gpus))
         self.written_as.update(dict.fromkeys(names, obj))
         return nodes
@@ -259,7 +258,7 @@ class _Builder:
             name=name,
             allocatable=with_gpu_allocatable(allocatable, gpus),
             # The kubelet labels every node with its hostname; pods' topology terms read it.
-            labels={HOSTNAME: name, **raw.labels},
+            labels={HOSTNAME_LABEL: name, **raw.labels},
             annotations=dict(raw.annotations),
             taints=tuple(taints),
             unschedulable=raw.unschedulable,
