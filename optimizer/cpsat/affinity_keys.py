@@ -89,11 +89,9 @@ def class_label_keys(instance: Instance, tasks: Iterable[Task]) -> frozenset[str
     return frozenset(keys)
 
 
-def node_signature(instance: Instance, pods: Sequence[RunningPod]) -> tuple[object, ...]:
+def node_signature(pods: Sequence[RunningPod]) -> tuple[object, ...]:
     """What the running pods on a node are to inter-pod terms: their namespaces, labels and
-    own terms (empty when no pod of the instance has terms)."""
-    if not has_pod_terms(instance):
-        return ()
+    own terms (only worth keying by when some pod of the instance has terms)."""
     return tuple(
         sorted(
             (

@@ -28,7 +28,7 @@ from models.gpu import GpuDevice
 from models.instance import Instance
 from models.tdm import node_zone
 
-from .affinity_keys import class_label_keys, node_signature
+from .affinity_keys import class_label_keys, has_pod_terms, node_signature
 from .records import Group, RunningPod
 from .units import model_units
 
@@ -182,7 +182,7 @@ class _Signatures:
         pools: Sequence[Sequence[int]],
         uuids: frozenset[str],
     ) -> None:
-        self.instance = instance
+        self.pod_terms = has_pod_terms(instance)
         self.nodes = instance.nodes
         self.running = running
         self.pools = [set(p) for p in pools]
@@ -283,7 +283,7 @@ def _node_key(
         tuple(sorted(states, key=repr)),
         tuple(sorted(pod_keys.values(), key=repr)),
         tuple(sorted((k, node.labels[k]) for k in keys if k in node.labels)),
-        node_signature(sig.instance, [sig.running[i] for i in sig.on_node[n]]),
+        node_signature([sig.running[i] for i in sig.on_node[n]]) if sig.pod_terms else (),
         taints,
         node.unschedulable,
         node_zone(node.labels),
