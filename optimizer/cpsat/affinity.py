@@ -44,6 +44,7 @@ from .affinity_keys import (
 )
 from .candidates import selector_ok, taints_ok
 from .data import Compiled
+from .domains import within_level
 from .records import Group, RunningPod
 from .variables import Expr, IntVar, Linear, Variables, lsum
 
@@ -133,6 +134,10 @@ def _pending_pair(
 ) -> None:
     """g's pods and h's never share a domain of ``key`` (g = h: one pod per domain)."""
     if key in dom.per_node:
+        if g is h and g.size > 1:
+            # All of the job's pods on one node (topology level 0) holds one pod at most.
+            pods = lsum(v.unit_pods_on(g.unit).values())
+            m.add(pods <= 1).only_enforce_if(within_level(v, g.unit, 0))
         for c in g.classes:
             if dom.of_class(c, key) is None or (h.index, c) not in v.count:
                 continue

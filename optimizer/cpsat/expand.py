@@ -3,7 +3,8 @@
 The model says how many pods of each group go to each class, and how many pods of each
 eviction group go. Expansion evicts the first pods of each eviction group (in node order),
 then packs each class's new pods into its nodes first-fit, largest first — a job the model
-keeps on one node (topology level 0) as one bundle —, choosing each container's devices by
+keeps on one node (topology level 0) as one bundle, and before all the pods a node may hold
+only one of (``affinity.node_caps``) —, choosing each container's devices by
 HAMi's rules (time-slices, memory, cores, exclusive use, the zero-core rule, distinct devices,
 NUMA binding, the type and UUID filters). Nodes are tried in the class's order and devices
 from the fullest, so that the plan opens as few nodes and devices as it can.
@@ -163,7 +164,11 @@ def expand(v: Variables, values: Values) -> Expansion:
         for g, key in pods:
             bundle = g.unit if g.unit in bundled else key
             items.setdefault(bundle, []).append((g, key))
-        order = sorted(items.values(), key=lambda it: (-len(it), _size_key(it[0][0]), it[0][1]))
+        # Pods that need nodes of their own (``caps``) go first, while every node has room.
+        order = sorted(
+            items.values(),
+            key=lambda it: (it[0][0].index not in caps, -len(it), _size_key(it[0][0]), it[0][1]),
+        )
         for item in order:
             unit = item[0][0].unit
             candidates = [pinned[unit]] if unit in pinned else cls.nodes
