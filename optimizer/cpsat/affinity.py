@@ -44,7 +44,6 @@ from .affinity_keys import (
 )
 from .candidates import selector_ok, taints_ok
 from .data import Compiled
-from .domains import within_level
 from .records import Group, RunningPod
 from .variables import Expr, IntVar, Linear, Variables, lsum
 
@@ -134,10 +133,6 @@ def _pending_pair(
 ) -> None:
     """g's pods and h's never share a domain of ``key`` (g = h: one pod per domain)."""
     if key in dom.per_node:
-        if g is h and g.size > 1:
-            # All of the job's pods on one node (topology level 0) holds one pod at most.
-            pods = lsum(v.unit_pods_on(g.unit).values())
-            m.add(pods <= 1).only_enforce_if(within_level(v, g.unit, 0))
         for c in g.classes:
             if dom.of_class(c, key) is None or (h.index, c) not in v.count:
                 continue
@@ -168,22 +163,6 @@ def _exclusive(
     flag = v.any_positive(f"anti[{h.index}]", exprs, bounds)
     theirs, bound = _sum(v, h, classes)
     m.add(theirs <= bound * (1 - flag))
-
-
-def node_caps(data: Compiled) -> dict[int, int]:
-    """Group → the most pods of it one node may hold (1 for a group rejecting itself on a
-    per-node key); what ``expand.py`` must honour inside a class."""
-    if not has_pod_terms(data.instance):
-        return {}
-    per_node = per_node_keys(data.instance)
-    caps = {}
-    for g in data.groups:
-        for term in compiled_terms(g.task, "required_anti"):
-            if term[0].topology_key in per_node and matches_pod(
-                group_ns(g), term, group_ns(g), g.task.labels
-            ):
-                caps[g.index] = 1
-    return caps
 
 
 # -- pod-affinity -----------------------------------------------------------------------------

@@ -10,6 +10,7 @@ class, so only the rules that need each node as its own domain put it into the c
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from models.affinity import HOSTNAME, PodAffinityTerm
 from models.instance import Instance
@@ -17,6 +18,9 @@ from models.selectors import LabelSelector
 from models.workload import Task
 
 from .records import Group, RunningPod
+
+if TYPE_CHECKING:
+    from .data import Compiled
 
 Term = tuple[PodAffinityTerm, LabelSelector | None]
 
@@ -103,3 +107,28 @@ def node_signature(pods: Sequence[RunningPod]) -> tuple[object, ...]:
             for r in pods
         )
     )
+
+
+def node_caps(data: Compiled) -> dict[int, int]:
+    """Group → the most pods of it one node may hold (1 for a group rejecting itself on a
+    per-node key): what a one-node topology domain (``domains.py``) and ``expand.py`` must
+    honour inside a class. Worked out once per compiled instance."""
+    cached: dict[int, int] | None = getattr(data, "_node_caps", None)
+    if cached is None:
+        cached = _node_caps(data)
+        data._node_caps = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def _node_caps(data: Compiled) -> dict[int, int]:
+    caps: dict[int, int] = {}
+    if not has_pod_terms(data.instance):
+        return caps
+    per_node = per_node_keys(data.instance)
+    for g in data.groups:
+        for term in compiled_terms(g.task, "required_anti"):
+            if term[0].topology_key in per_node and matches_pod(
+                group_ns(g), term, group_ns(g), g.task.labels
+            ):
+                caps[g.index] = 1
+    return caps

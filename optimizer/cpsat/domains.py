@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from ortools.sat.python import cp_model
 
+from .affinity_keys import node_caps
 from .classes import EvictGroup
 from .variables import Expr, IntVar, Linear, Values, Variables, lsum, wsum
 
@@ -121,6 +122,8 @@ def _one_node_rows(v: Variables, unit: int, cls: int) -> list[tuple[Expr, int]]:
         rows.append((expr, max(0, node_class.free(resource))))
     pods = lsum([*(v.count[g, cls] for g in groups), held(lambda eg: 1)])
     rows.append((pods, node_class.pod_capacity - node_class.held_pods))
+    caps = node_caps(data)
+    rows += [(v.count[g, cls], caps[g]) for g in groups if g in caps]
     whole = wsum(
         (data.groups[g].gpus[k].nums, v.count[g, cls])
         for g in groups

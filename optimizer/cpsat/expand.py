@@ -4,7 +4,7 @@ The model says how many pods of each group go to each class, and how many pods o
 eviction group go. Expansion evicts the first pods of each eviction group (in node order),
 then packs each class's new pods into its nodes first-fit, largest first — a job the model
 keeps on one node (topology level 0) as one bundle, and before all the pods a node may hold
-only one of (``affinity.node_caps``) —, choosing each container's devices by
+only one of (``affinity_keys.node_caps``) —, choosing each container's devices by
 HAMi's rules (time-slices, memory, cores, exclusive use, the zero-core rule, distinct devices,
 NUMA binding, the type and UUID filters). Nodes are tried in the class's order and devices
 from the fullest, so that the plan opens as few nodes and devices as it can.
@@ -24,7 +24,7 @@ from models.gpu import FULL_CORES, GpuDevice, GpuRequest
 from models.workload import DeviceShare
 
 from ..plan import Placement
-from .affinity import node_caps
+from .affinity_keys import node_caps
 from .data import Compiled
 from .records import Group
 from .variables import Values, Variables
@@ -195,7 +195,7 @@ def _within_caps(
     caps: dict[int, int],
     held: dict[tuple[int, int], int],
 ) -> bool:
-    """The node may take the item's pods of every capped group (``affinity.node_caps``)."""
+    """The node may take the item's pods of every capped group (``affinity_keys.node_caps``)."""
     wanted: dict[int, int] = {}
     for g, _ in item:
         if g.index in caps:
