@@ -48,7 +48,7 @@ from .records import Group, RunningPod
 from .variables import Expr, IntVar, Linear, Variables, lsum
 
 SPREAD_SCORE = 100
-"""Soft-spread score per pod of the least filled eligible domain (scale of a term weight)."""
+"""Soft-spread score per pod of skew between eligible domains (the scale of a term weight)."""
 
 # -- domains --------------------------------------------------------------------------------
 

@@ -11,8 +11,8 @@ the model and :func:`soft_value` agree exactly:
 - each preferred pod affinity term: its weight if the pod's domain holds a running pod that
   cannot be evicted and matches the term; each preferred anti-affinity term: its weight if it
   holds none (pending pods do not count here);
-- each ``ScheduleAnyway`` constraint of a group on a class-level key: ``SPREAD_SCORE`` × the
-  matching pods of its least filled eligible domain after the plan.
+- each ``ScheduleAnyway`` constraint of a group on a class-level key: − ``SPREAD_SCORE`` × the
+  skew after the plan (matching pods of its fullest eligible domain minus its least filled).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from .affinity_keys import (
 )
 from .data import Compiled
 from .records import Group
-from .variables import Expr, Variables, lsum, wsum
+from .variables import Expr, Linear, Variables, lsum, wsum
 
 
 def _expression_terms(g: Group) -> tuple[PreferredNodeTerm, ...]:
@@ -111,8 +111,18 @@ def soft_score(m: cp_model.CpModel, v: Variables, data: Compiled) -> Expr:
             if counts:
                 top = max(b for _, b in counts.values())
                 exprs = [e for e, _ in counts.values()]
-                spread.append(minimum_of(m, v, exprs, top, f"soft{g.index},{i}"))
+                low = minimum_of(m, v, exprs, top, f"soft{g.index},{i}")
+                spread.append(low - _maximum_of(m, v, exprs, top, f"soft{g.index},{i}"))
     return wsum(terms) + SPREAD_SCORE * lsum(spread)
+
+
+def _maximum_of(m: cp_model.CpModel, v: Variables, exprs: list[Expr], top: int, name: str) -> Expr:
+    """A variable at least every expression (the solver lowers it to their maximum)."""
+    linear = [Linear(e) for e in exprs]
+    high = v.aux_int(0, top, f"spread_max[{name}]", lambda vals: max(e.value(vals) for e in linear))
+    for expr in exprs:
+        m.add(high >= expr)
+    return high
 
 
 def soft_value(data: Compiled, plan: Plan) -> int:
@@ -146,5 +156,5 @@ def soft_value(data: Compiled, plan: Plan) -> int:
                 ):
                     counts[data.instance.node_by_name[b.node].labels[c.topology_key]] += 1
             if counts:
-                total += SPREAD_SCORE * min(counts.values())
+                total += SPREAD_SCORE * (min(counts.values()) - max(counts.values()))
     return total
