@@ -251,3 +251,24 @@ jobs:
     plan = cpsat(instance(BASE, nodes, jobs))
     assert pods_of(plan, "s") == [] and pods_of(plan, "c") == []
     assert nodes_of_plan(plan, "w") == ["bare", "bare"]
+
+
+def test_schedule_anyway_spread_outranks_keeping_a_job_on_one_node() -> None:
+    """Three replicas with a ScheduleAnyway zone constraint on three zones: the soft score
+    (− 100 × skew) ranks above the LCA part of the topology stage, so one pod per zone (skew 0)
+    beats all three on one node (skew 3, LCA tier 0)."""
+    jobs = """
+jobs:
+- name: s
+  minAvailable: 3
+  tasks:
+  - name: t
+    replicas: 3
+    labels: {app: s}
+    resources: {cpu: "1"}
+    topologySpreadConstraints:
+    - {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway,
+       labelSelector: {matchLabels: {app: s}}}
+"""
+    plan = cpsat(instance(BASE, SPREAD_NODES, jobs))
+    assert nodes_of_plan(plan, "s") == ["a1", "b1", "c1"]
