@@ -2,8 +2,8 @@
 
 Both input forms reach this reader: the compact task writes the pod-spec fields verbatim, and a
 kubectl dump's pods are turned into compact tasks first. Only the shape is checked here (field
-names and JSON types, at the path written); the API server's rules on the values are
-``models.affinity``'s validators, run on the finished task.
+names and JSON types, by ``schema``'s models, at the path written); the API server's rules on
+the values are ``models.affinity``'s validators, run on the finished task.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import Field, StrictInt, StrictStr, TypeAdapter, ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from ..affinity import (
     HONOR,
@@ -25,54 +25,16 @@ from ..affinity import (
 from ..errors import Diagnostics
 from ..selectors import LabelRequirement, LabelSelector
 from .errors import sub_problems
-from .schema import LabelExpressionIn, LabelSelectorIn, _Strict
+from .schema import (
+    LabelExpressionIn,
+    LabelSelectorIn,
+    PodAffinityIn,
+    PodAffinityTermIn,
+    PreferredSchedulingTermIn,
+    SpreadConstraintIn,
+)
 
-REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
-
-
-class PodAffinityTermIn(_Strict):
-    topologyKey: StrictStr = ""
-    labelSelector: LabelSelectorIn | None = None
-    namespaces: list[StrictStr] = Field(default_factory=list)
-    namespaceSelector: LabelSelectorIn | None = None
-    matchLabelKeys: list[StrictStr] = Field(default_factory=list)
-    mismatchLabelKeys: list[StrictStr] = Field(default_factory=list)
-
-
-class WeightedPodAffinityTermIn(_Strict):
-    weight: StrictInt
-    podAffinityTerm: PodAffinityTermIn
-
-
-class PodAffinityIn(_Strict):
-    requiredDuringSchedulingIgnoredDuringExecution: list[PodAffinityTermIn] = Field(
-        default_factory=list
-    )
-    preferredDuringSchedulingIgnoredDuringExecution: list[WeightedPodAffinityTermIn] = Field(
-        default_factory=list
-    )
-
-
-class NodeSelectorTermIn(_Strict):
-    matchExpressions: list[LabelExpressionIn] = Field(default_factory=list)
-    matchFields: list[LabelExpressionIn] = Field(default_factory=list)
-
-
-class PreferredSchedulingTermIn(_Strict):
-    weight: StrictInt
-    preference: NodeSelectorTermIn
-
-
-class SpreadConstraintIn(_Strict):
-    maxSkew: StrictInt
-    topologyKey: StrictStr
-    whenUnsatisfiable: StrictStr
-    labelSelector: LabelSelectorIn | None = None
-    minDomains: StrictInt | None = None
-    nodeAffinityPolicy: StrictStr | None = None
-    nodeTaintsPolicy: StrictStr | None = None
-    matchLabelKeys: list[StrictStr] = Field(default_factory=list)
 
 
 _POD_AFFINITY = TypeAdapter(PodAffinityIn | None)

@@ -98,6 +98,53 @@ class LabelSelectorIn(_Strict):
     matchExpressions: list[LabelExpressionIn] = Field(default_factory=list)
 
 
+class PodAffinityTermIn(_Strict):
+    """A pod (anti-)affinity term: ``affinity`` of a task is read with these by
+    ``models.io.affinity``."""
+
+    topologyKey: StrictStr = ""
+    labelSelector: LabelSelectorIn | None = None
+    namespaces: list[StrictStr] = Field(default_factory=list)
+    namespaceSelector: LabelSelectorIn | None = None
+    matchLabelKeys: list[StrictStr] = Field(default_factory=list)
+    mismatchLabelKeys: list[StrictStr] = Field(default_factory=list)
+
+
+class WeightedPodAffinityTermIn(_Strict):
+    weight: StrictInt
+    podAffinityTerm: PodAffinityTermIn
+
+
+class PodAffinityIn(_Strict):
+    requiredDuringSchedulingIgnoredDuringExecution: list[PodAffinityTermIn] = Field(
+        default_factory=list
+    )
+    preferredDuringSchedulingIgnoredDuringExecution: list[WeightedPodAffinityTermIn] = Field(
+        default_factory=list
+    )
+
+
+class NodeSelectorTermIn(_Strict):
+    matchExpressions: list[LabelExpressionIn] = Field(default_factory=list)
+    matchFields: list[LabelExpressionIn] = Field(default_factory=list)
+
+
+class PreferredSchedulingTermIn(_Strict):
+    weight: StrictInt
+    preference: NodeSelectorTermIn
+
+
+class SpreadConstraintIn(_Strict):
+    maxSkew: StrictInt
+    topologyKey: StrictStr
+    whenUnsatisfiable: StrictStr
+    labelSelector: LabelSelectorIn | None = None
+    minDomains: StrictInt | None = None
+    nodeAffinityPolicy: StrictStr | None = None
+    nodeTaintsPolicy: StrictStr | None = None
+    matchLabelKeys: list[StrictStr] = Field(default_factory=list)
+
+
 class SelectorIn(_Strict):
     exactMatch: ExactMatchIn | None = None
     regexMatch: RegexMatchIn | None = None
