@@ -476,3 +476,57 @@ def test_depends_on_placed_pods_hook() -> None:
     plugin = ssn.plugins["predicates"]
     assert plugin.depends_on_placed_pods(task(ssn, "b-t-0"))  # type: ignore[attr-defined]
     assert not plugin.depends_on_placed_pods(task(ssn, "c-t-0"))  # type: ignore[attr-defined]
+
+
+REJECTS_Y = """
+- name: x
+  namespace: ns
+  tasks:
+  - name: t
+    labels: {app: x}
+    resources: {cpu: "1"}
+    affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [
+      {topologyKey: zone, labelSelector: {matchLabels: {app: y}}}]}}
+- name: y
+  namespace: ns
+  tasks: [{name: t, labels: {app: y}, resources: {cpu: "1"}}]
+"""
+
+
+def test_volcano_quirk_anti_affinity_lists_are_frozen_at_session_open() -> None:
+    """§6.2 point 1: x (rejecting app=y in its zone) is placed on A this session; A held no
+    pod with required anti-affinity at session open, so y's PreFilter does not see x's term
+    and B (same zone z1) passes, as in Volcano."""
+    ssn = open_session(make(ZONES, REJECTS_Y))
+    ssn.allocate(task(ssn, "x-t-0"), ssn.nodes["A"], None)
+    assert set(failures(ssn, task(ssn, "y-t-0")).values()) == {None}
+
+
+def test_volcano_quirk_prefilter_skip_is_sticky_for_the_session() -> None:
+    """§6.1: z runs on B with a required anti-affinity term (so B is on the open-time list);
+    nothing rejects y, so y's first PreFilter skips. x, rejecting app=y in its zone, is then
+    placed on B: a fresh pod y2 (app=y too) sees x's term and fails A and B, but y keeps
+    skipping the filter for the rest of the session, as in Volcano."""
+    jobs = (
+        running(
+            "z",
+            "{app: z}",
+            "B",
+            ", affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: "
+            "[{topologyKey: zone, labelSelector: {matchLabels: {app: nobody}}}]}}",
+        )
+        + REJECTS_Y
+        + """
+- name: y2
+  namespace: ns
+  tasks: [{name: t, labels: {app: y}, resources: {cpu: "1"}}]
+"""
+    )
+    ssn = open_session(make(ZONES, jobs))
+    y = task(ssn, "y-t-0")
+    assert set(failures(ssn, y).values()) == {None}
+    ssn.allocate(task(ssn, "x-t-0"), ssn.nodes["B"], None)
+    fresh = failures(ssn, task(ssn, "y2-t-0"))
+    assert fresh["A"] == fresh["B"] == (UNSCHEDULABLE, EXISTING_ANTI_FAILED)
+    assert fresh["C"] is None
+    assert set(failures(ssn, y).values()) == {None}
