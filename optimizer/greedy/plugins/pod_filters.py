@@ -86,7 +86,7 @@ class PodFilters:
             if first is not None and not first.resolvable:
                 return first
         if self.spread:
-            failure = spread.filter_node(self._spread.get(task.uid), task, node)
+            failure = spread.filter_node(self._spread.get(task.uid), node)
             if failure is not None and (first is None or not failure.resolvable):
                 return failure
         return first

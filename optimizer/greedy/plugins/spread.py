@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from models.affinity import HOSTNAME, SpreadConstraint
 from models.selectors import LabelSelector
@@ -105,9 +105,15 @@ constraint: the ``predicates`` plugin's node-affinity and taint rules, passed in
 
 @dataclass
 class SpreadState:
+    """PreFilter's counts for one task, and the filter's verdict per (constraint, domain),
+    which is all a node's answer depends on besides its labels."""
+
     rules: list[Rule]
     domains: list[Counter[str]]
     minimum: list[int]
+    own: list[int]
+    """1 where the constraint's selector matches the task itself (``self`` of §4.3)."""
+    verdicts: dict[tuple[int, str], bool] = field(default_factory=dict)
 
 
 def prefilter(
@@ -124,25 +130,31 @@ def prefilter(
         return None
     domains: list[Counter[str]] = [Counter() for _ in rules]
     for i, rule in enumerate(rules):
+        counter = domains[i]
         for index, value in book.eligible(task, rules, i, nodes, included):
-            domains[i][value] += book.count(task, rule, pods, index)
+            counter[value] += book.count(task, rule, pods, index) if pods.on[index] else 0
     minimum = [
         min(d.values()) if len(d) >= c.domains_needed else 0
         for d, (c, _) in zip(domains, rules, strict=True)
     ]
-    return SpreadState(rules, domains, minimum)
+    own = [int(sel is not None and sel.matches(task.task.labels)) for _, sel in rules]
+    return SpreadState(rules, domains, minimum, own)
 
 
-def filter_node(state: SpreadState | None, task: TaskInfo, node: NodeInfo) -> FitFailure | None:
+def filter_node(state: SpreadState | None, node: NodeInfo) -> FitFailure | None:
     """§4.3, constraints in order: a missing key is unresolvable, too much skew is not."""
     if state is None:
         return None
     labels = node.node.labels
-    for (c, sel), domain, low in zip(state.rules, state.domains, state.minimum, strict=True):
-        if c.topology_key not in labels:
+    for i, (c, _) in enumerate(state.rules):
+        value = labels.get(c.topology_key)
+        if value is None:
             return FitFailure(UNRESOLVABLE, MISSING_LABEL, PLUGIN)
-        own = 1 if sel is not None and sel.matches(task.task.labels) else 0
-        if domain.get(labels[c.topology_key], 0) + own - low > c.max_skew:
+        ok = state.verdicts.get((i, value))
+        if ok is None:
+            skew = state.domains[i].get(value, 0) + state.own[i] - state.minimum[i]
+            ok = state.verdicts[i, value] = skew <= c.max_skew
+        if not ok:
             return FitFailure(UNSCHEDULABLE, SKEW, PLUGIN)
     return None
 
