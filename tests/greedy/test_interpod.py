@@ -530,3 +530,29 @@ def test_volcano_quirk_prefilter_skip_is_sticky_for_the_session() -> None:
     assert fresh["A"] == fresh["B"] == (UNSCHEDULABLE, EXISTING_ANTI_FAILED)
     assert fresh["C"] is None
     assert set(failures(ssn, y).values()) == {None}
+
+
+def test_predicate_switches_turn_the_filters_off() -> None:
+    """§6.1: ``predicate.PodAffinityEnable: false`` drops InterPodAffinity and
+    ``predicate.PodTopologySpreadEnable: false`` drops PodTopologySpread (scores stay)."""
+    off = (
+        "{name: predicates, arguments: {predicate.PodAffinityEnable: false,"
+        " predicate.PodTopologySpreadEnable: false}}"
+    )
+    ssn = open_session(make(SPREAD_NODES, spread_jobs(), off))
+    assert set(failures(ssn, task(ssn, "p-t-0")).values()) == {None}
+    jobs = (
+        running("db", "{app: db}", "A")
+        + """
+- name: p
+  namespace: ns
+  tasks:
+  - name: t
+    labels: {app: x}
+    resources: {cpu: "1"}
+    affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [
+      {topologyKey: zone, labelSelector: {matchLabels: {app: db}}}]}}
+"""
+    )
+    ssn = open_session(make(ZONES, jobs, off))
+    assert set(failures(ssn, task(ssn, "p-t-0")).values()) == {None}
