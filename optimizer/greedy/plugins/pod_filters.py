@@ -27,6 +27,9 @@ from .node_pods import NodePods
 
 @dataclass
 class PodFilters:
+    """The two filters' session state: the pods on each node, the compiled terms, and the
+    PreFilter result of each task's latest attempt (read by the per-node filter)."""
+
     ssn: Session
     affinity: bool
     spread: bool
@@ -65,6 +68,7 @@ class PodFilters:
         )
 
     def prefilter(self, task: TaskInfo) -> FitFailure | None:
+        """The ``pre_predicate`` hook: both PreFilters on the session's current pods."""
         nodes = self.ssn.node_list
         if self.affinity and task.uid not in self.sticky_skip:
             state = interpod.prefilter(task, nodes, self.pods, self.book)
@@ -78,6 +82,8 @@ class PodFilters:
         return None
 
     def filter(self, task: TaskInfo, node: NodeInfo) -> FitFailure | None:
+        """InterPodAffinity then PodTopologySpread on one node; the first failure is reported
+        unless a later one is unresolvable."""
         if task.uid not in self._affinity and task.uid not in self._spread:
             self.prefilter(task)
         first = None
