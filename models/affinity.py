@@ -36,7 +36,7 @@ MIN_WEIGHT, MAX_WEIGHT = 1, 100
 
 _NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def is_everything(selector: LabelSelector | None) -> bool:
@@ -279,7 +279,7 @@ def validate_affinity_term(
     if term.namespace_selector is not None:
         validate_label_selector(term.namespace_selector, obj, f"{field}.namespaceSelector", diag)
     for i, ns in enumerate(term.namespaces):
-        if not _DNS_LABEL.match(ns) or len(ns) > 63:
+        if not DNS_LABEL.match(ns) or len(ns) > 63:
             diag.error(obj, f"{field}.namespaces[{i}]", f"{ns!r} is not an RFC 1123 label")
     overlap = set(term.match_label_keys) & set(term.mismatch_label_keys)
     for key in sorted(overlap):

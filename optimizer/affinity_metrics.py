@@ -70,7 +70,13 @@ class _After:
         return any(
             other.key != pod.key
             and self.node(where).labels.get(key) == node.labels[key]
-            and term.matches(sel, pod.namespace, other.namespace, other_task.labels)
+            and term.matches(
+                sel,
+                pod.namespace,
+                other.namespace,
+                other_task.labels,
+                self.instance.namespaces.get(other.namespace),
+            )
             for other, other_task, where in self.pods
         )
 

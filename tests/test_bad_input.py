@@ -100,6 +100,7 @@ RULES = {
     "affinity_unknown_kind",
     "affinity_weight_out_of_range",
     "node_preference_field_key",
+    "namespace_name",
     "node_preference_gt_not_integer",
     "node_preference_weight_zero",
     "spread_duplicate_pair",

@@ -502,3 +502,11 @@ def test_pods_carry_labels_affinity_and_spread_into_their_task() -> None:
     assert [(c.topology_key, c.hard) for c in task.spread] == [("zone", False)]
     running = inst.pod_by_key["default/train-web-0"]
     assert running.node == "n1" and running.labels == {"app": "web"}
+
+
+def test_namespace_objects_bring_their_labels() -> None:
+    """A Namespace in the dump is no warning: its labels are what namespaceSelectors read."""
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml", "labels": {"t": "a"}}}
+    inst = from_documents([_node(), ns], "dump.yaml")
+    assert inst.namespaces == {"ml": {"t": "a"}}
+    assert not any("Namespace" in p.obj for p in inst.warnings)

@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from ..affinity import DNS_LABEL
 from ..cluster import TAINT_EFFECTS, Node, Taint, with_gpu_allocatable
 from ..errors import Diagnostics, InputError, Problem, obj_name
 from ..gpu import (
@@ -159,8 +160,20 @@ class _Builder:
             hypernodes=hypernodes,
             queues=queues,
             jobs=jobs,
+            namespaces=self._namespaces(),
             source=file,
         )
+
+    def _namespaces(self) -> dict[str, dict[str, str]]:
+        out: dict[str, dict[str, str]] = {}
+        for ns in self.m.namespaces:
+            obj = obj_name("Namespace", ns.name)
+            if ns.name in out:
+                self.diag.error(obj, "name", "duplicate Namespace")
+            elif len(ns.name) > 63 or not DNS_LABEL.fullmatch(ns.name):
+                self.diag.error(obj, "name", "must be a lowercase RFC 1123 label")
+            out[ns.name] = dict(ns.labels)
+        return out
 
     def _timezone(self) -> str:
         try:

@@ -179,6 +179,11 @@ class QueueIn(_Strict):
     dequeueStrategy: Any = None
 
 
+class NamespaceIn(_Strict):
+    name: StrictStr = Field(min_length=1)
+    labels: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+
+
 class PriorityClassIn(_Strict):
     name: StrictStr = Field(min_length=1)
     value: StrictInt
@@ -259,6 +264,7 @@ class InstanceIn(_Strict):
     timezone: StrictStr = "UTC"
     scheduler: Any = None
     priorityClasses: list[PriorityClassIn] = Field(default_factory=list)
+    namespaces: list[NamespaceIn] = Field(default_factory=list)
     nodes: list[NodeIn] = Field(default_factory=list)
     nodeGroups: list[NodeGroupIn] = Field(default_factory=list)
     hypernodes: list[HyperNodeIn] = Field(default_factory=list)

@@ -105,14 +105,20 @@ def pod_anti_affinity(m: cp_model.CpModel, v: Variables, data: Compiled) -> None
         own = compiled_terms(g.task, "required_anti")
         for term in own:
             for r in data.running:
-                if matches_pod(group_ns(g), term, running_ns(r), r.task.labels):
+                if matches_pod(
+                    data.instance.namespaces, group_ns(g), term, running_ns(r), r.task.labels
+                ):
                     _forbid_running_domain(m, v, dom, g, term[0].topology_key, r)
             for h in data.groups:
-                if matches_pod(group_ns(g), term, group_ns(h), h.task.labels):
+                if matches_pod(
+                    data.instance.namespaces, group_ns(g), term, group_ns(h), h.task.labels
+                ):
                     _pending_pair(m, v, dom, g, h, term[0].topology_key)
         for r, terms in rejecting:
             for term in terms:
-                if matches_pod(running_ns(r), term, group_ns(g), g.task.labels):
+                if matches_pod(
+                    data.instance.namespaces, running_ns(r), term, group_ns(g), g.task.labels
+                ):
                     _forbid_running_domain(m, v, dom, g, term[0].topology_key, r)
 
 
@@ -184,7 +190,9 @@ def pod_affinity(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
         def all_match(
             ns: str, labels: Mapping[str, str], g: Group = g, terms: list[Term] = terms
         ) -> bool:
-            return all(matches_pod(group_ns(g), t, ns, labels) for t in terms)
+            return all(
+                matches_pod(data.instance.namespaces, group_ns(g), t, ns, labels) for t in terms
+            )
 
         running = [
             (i, r)

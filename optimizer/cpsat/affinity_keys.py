@@ -35,9 +35,17 @@ def compiled_terms(task: Task, kind: str) -> list[Term]:
     return [(t, t.selector_for(task.labels)) for t in chosen]
 
 
-def matches_pod(owner_ns: str, term: Term, namespace: str, labels: Mapping[str, str]) -> bool:
+def matches_pod(
+    namespaces: Mapping[str, Mapping[str, str]],
+    owner_ns: str,
+    term: Term,
+    namespace: str,
+    labels: Mapping[str, str],
+) -> bool:
+    """The term (owned by a pod of ``owner_ns``) matches a pod of ``namespace`` with
+    ``labels``; ``namespaces`` are the Namespace objects' labels."""
     t, sel = term
-    return t.matches(sel, owner_ns, namespace, labels)
+    return t.matches(sel, owner_ns, namespace, labels, namespaces.get(namespace))
 
 
 def group_ns(g: Group) -> str:
@@ -128,7 +136,7 @@ def _node_caps(data: Compiled) -> dict[int, int]:
     for g in data.groups:
         for term in compiled_terms(g.task, "required_anti"):
             if term[0].topology_key in per_node and matches_pod(
-                group_ns(g), term, group_ns(g), g.task.labels
+                data.instance.namespaces, group_ns(g), term, group_ns(g), g.task.labels
             ):
                 caps[g.index] = 1
     return caps

@@ -64,7 +64,9 @@ def _pod_term_score(data: Compiled, g: Group, n: int) -> int:
             value = node.labels.get(key)
             found = value is not None and any(
                 data.nodes[r.node].labels.get(key) == value
-                and matches_pod(group_ns(g), term, running_ns(r), r.task.labels)
+                and matches_pod(
+                    data.instance.namespaces, group_ns(g), term, running_ns(r), r.task.labels
+                )
                 for r in staying
             )
             if found == wanted:

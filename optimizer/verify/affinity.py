@@ -13,7 +13,7 @@ domain. The term semantics (selectors merged with matchLabelKeys, namespaces) ar
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from models.affinity import PodAffinityTerm, SpreadConstraint
@@ -48,6 +48,8 @@ class Present:
     key: str
     node: Node
     member: Member
+    namespace_labels: Mapping[str, str] | None = None
+    """Labels of the pod's Namespace object (None: the instance has none)."""
 
     @property
     def namespace(self) -> str:
@@ -55,7 +57,9 @@ class Present:
 
 
 def matches(owner: Present, term: PodAffinityTerm, sel: Selector, pod: Present) -> bool:
-    return term.matches(sel, owner.namespace, pod.namespace, pod.member.task.labels)
+    return term.matches(
+        sel, owner.namespace, pod.namespace, pod.member.task.labels, pod.namespace_labels
+    )
 
 
 def terms(
@@ -70,19 +74,21 @@ def terms(
     return [(i, t, t.selector_for(task.labels)) for i, t in enumerate(chosen)]
 
 
+def _present(ctx: Context, pod: str, node: str) -> Present:
+    member = ctx.members[pod]
+    labels = ctx.instance.namespaces.get(member.pod.namespace)
+    return Present(pod, ctx.node(node), member, labels)
+
+
 def replay(ctx: Context) -> Iterator[tuple[Present, Sequence[Present]]]:
     """Each placement, in plan order, with the pods present just before it: the running pods
     that stay, then the earlier placements. Nothing when no pod carries a term."""
     if not any(t.pod_terms for j in ctx.instance.jobs for t in j.tasks):
         return
     fresh = {p.pod for p in ctx.plan.placements}
-    order = [
-        Present(b.pod, ctx.node(b.node), ctx.members[b.pod])
-        for b in ctx.bound.values()
-        if b.pod not in fresh
-    ]
+    order = [_present(ctx, b.pod, b.node) for b in ctx.bound.values() if b.pod not in fresh]
     for p in ctx.plan.placements:
-        me = Present(p.pod, ctx.node(p.node), ctx.members[p.pod])
+        me = _present(ctx, p.pod, p.node)
         yield me, order
         order.append(me)
 

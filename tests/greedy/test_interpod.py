@@ -20,7 +20,7 @@ from optimizer.greedy.plugins.nodeorder import NodeOrderPlugin
 from optimizer.greedy.plugins.predicates import PredicatesPlugin
 from optimizer.greedy.plugins.spread import MISSING_LABEL, SKEW
 from optimizer.greedy.session import UNRESOLVABLE, UNSCHEDULABLE, Plugin, Session
-from optimizer.plan import ADMITTED
+from optimizer.plan import ADMITTED, Placement, Plan
 from optimizer.verify import verify
 
 REGISTRY: dict[str, type[Plugin]] = {c.name: c for c in (PredicatesPlugin, NodeOrderPlugin)}
@@ -556,3 +556,44 @@ def test_predicate_switches_turn_the_filters_off() -> None:
     )
     ssn = open_session(make(ZONES, jobs, off))
     assert set(failures(ssn, task(ssn, "p-t-0")).values()) == {None}
+
+
+def test_namespace_selector_reads_the_namespace_objects_labels() -> None:
+    """§1.2–§1.3: p rejects app=db in its zone in every namespace labelled team=a. db runs on
+    A in namespace x (team=a), and on C in namespace y (team=b): A and B (zone z1) fail, C
+    does not; the verifier agrees on both placements."""
+    anti = (
+        "{podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: zone,"
+        " labelSelector: {matchLabels: {app: db}}, namespaceSelector: {matchLabels: {team: a}}}]}}"
+    )
+    inst = loads(
+        f"""
+apiVersion: vcopt/v1alpha1
+kind: Instance
+metadata: {{name: t}}
+now: "2026-11-30T14:00:00Z"
+scheduler: {{actions: "allocate", tiers: [{{plugins: [{{name: predicates}}]}}]}}
+namespaces:
+- {{name: x, labels: {{team: a}}}}
+- {{name: y, labels: {{team: b}}}}
+nodes:
+{ZONES}
+jobs:
+- {{name: db, namespace: x, tasks: [{{name: t, labels: {{app: db}}, resources: {{cpu: "1"}}}}],
+   running: [{{index: 0, node: A}}]}}
+- {{name: db, namespace: y, tasks: [{{name: t, labels: {{app: db}}, resources: {{cpu: "1"}}}}],
+   running: [{{index: 0, node: C}}]}}
+- name: p
+  namespace: ns
+  tasks: [{{name: t, labels: {{app: p}}, resources: {{cpu: "1"}}, affinity: {anti}}}]
+"""
+    )
+    assert inst.namespaces == {"x": {"team": "a"}, "y": {"team": "b"}}
+    ssn = open_session(inst)
+    result = failures(ssn, task(ssn, "p-t-0"))
+    assert result["A"] == result["B"] == (UNSCHEDULABLE, ANTI_AFFINITY_FAILED)
+    assert result["C"] is None
+    on_b = Plan(placements=(Placement("ns/p-t-0", "B"),))
+    on_c = Plan(placements=(Placement("ns/p-t-0", "C"),))
+    assert [v.rule for v in verify(inst, on_b)] == ["pod-anti-affinity"]
+    assert verify(inst, on_c) == []

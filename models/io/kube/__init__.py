@@ -54,6 +54,7 @@ def _translate(docs: Sequence[object], name: str, diag: Diagnostics) -> dict[str
         "Queue": cluster.queue,
         "PriorityClass": cluster.priority_class,
         "ConfigMap": cluster.configmap,
+        "Namespace": cluster.namespace,
     }
     for position, o in enumerate(ObjectReader(diag).objects(docs)):
         if o.kind in (*handlers, "PodGroup", "Pod") and not o.name:
@@ -83,6 +84,7 @@ def _translate(docs: Sequence[object], name: str, diag: Diagnostics) -> dict[str
         out["scheduler"] = cluster.scheduler
     sections = {
         "priorityClasses": cluster.priority_classes,
+        "namespaces": cluster.namespaces,
         "nodes": cluster.nodes,
         "hypernodes": cluster.hypernodes,
         "queues": cluster.queues,

@@ -35,7 +35,9 @@ class TermBook:
     """Each task's terms with their selectors merged for the task's own labels, computed once
     per task (all pods of a task share labels and terms)."""
 
-    def __init__(self) -> None:
+    def __init__(self, namespaces: Mapping[str, Mapping[str, str]]) -> None:
+        self._namespaces = namespaces
+        """Namespace objects' labels (what a ``namespaceSelector`` reads)."""
         self._cache: dict[int, dict[str, Compiled]] = {}
         self._alive: list[Task] = []
         self._matches: dict[tuple[int, int, str, str, int], bool] = {}
@@ -57,7 +59,11 @@ class TermBook:
         hit = self._matches.get(key)
         if hit is None:
             hit = self._matches[key] = term.matches(
-                sel, owner.namespace, pod.namespace, pod.task.labels
+                sel,
+                owner.namespace,
+                pod.namespace,
+                pod.task.labels,
+                self._namespaces.get(pod.namespace),
             )
             self._alive.append(pod.task)
         return hit

@@ -35,7 +35,7 @@ class PodFilters:
     spread: bool
     included: spread.Included
     pods: NodePods
-    book: interpod.TermBook = field(default_factory=interpod.TermBook)
+    book: interpod.TermBook
     spread_book: spread.SpreadBook = field(default_factory=spread.SpreadBook)
     sticky_skip: set[str] = field(default_factory=set)
     """Tasks whose InterPodAffinity PreFilter skipped once this session."""
@@ -51,7 +51,8 @@ class PodFilters:
         tasks = [t for job in ssn.instance.jobs for t in job.tasks]
         if not any(t.pod_terms for t in tasks) or not (affinity or spread_on):
             return None
-        filters = cls(ssn, affinity, spread_on, included, NodePods(ssn))
+        book = interpod.TermBook(ssn.instance.namespaces)
+        filters = cls(ssn, affinity, spread_on, included, NodePods(ssn), book)
         filters._anti_tasks = [
             t for t in tasks if t.pod_anti_affinity and t.pod_anti_affinity.required
         ]

@@ -43,7 +43,7 @@ class PodScores:
         self.ssn = ssn
         self.weights = (node_affinity, pod_affinity, spread_w)
         self.pods = NodePods(ssn)
-        self.book = interpod.TermBook()
+        self.book = interpod.TermBook(ssn.instance.namespaces)
         self.spread_book = spread.SpreadBook()
 
     @staticmethod
