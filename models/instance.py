@@ -38,6 +38,9 @@ class Instance:
     hypernodes: tuple[HyperNode, ...] = ()
     queues: tuple[Queue, ...] = ()
     jobs: tuple[Job, ...] = ()
+    namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    """Namespace objects, name → labels: what a term's ``namespaceSelector`` reads (a namespace
+    without an object has no labels)."""
     warnings: tuple[Problem, ...] = field(default=(), compare=False)
     source: str = field(default="", compare=False)
 

@@ -21,6 +21,8 @@ API_GROUP = API_VERSION.split("/")[0]
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 """The taint a cordoned node (``spec.unschedulable``) counts as for NodeUnschedulable."""
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+"""The label the kubelet puts on every node (its name); the per-node topology key."""
 DEFAULT_NAMESPACE = "default"
 SYSTEM_NAMESPACE = "kube-system"
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})

@@ -12,6 +12,14 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import cached_property
 
+from .affinity import (
+    PodAffinity,
+    PreferredNodeTerm,
+    SpreadConstraint,
+    validate_affinity_term,
+    validate_preferred_node_terms,
+    validate_spread,
+)
 from .errors import Diagnostics, obj_name
 from .golang import parse_go_bool
 from .gpu import GpuFilter, GpuRequest
@@ -128,6 +136,18 @@ class Task:
             return self.pod_names[index]
         return pod_name(job, self.name, index)
 
+    preferred_node_affinity: tuple[PreferredNodeTerm, ...] = ()
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+    spread: tuple[SpreadConstraint, ...] = ()
+    """``topologySpreadConstraints`` in the order written (the spread filter checks in order)."""
+
+    @property
+    def pod_terms(self) -> bool:
+        """The pod carries inter-pod terms or spread constraints: where it may go depends on
+        where other pods are, so no per-shape cache may reuse a placement answer for it."""
+        return bool(self.pod_affinity or self.pod_anti_affinity or self.spread)
+
     @property
     def best_effort(self) -> bool:
         """Volcano BestEffort: an empty ``Resreq``; such pods are left to backfill."""
@@ -166,6 +186,8 @@ class Pod:
     index: int
     node: str | None = None
     gpus: tuple[tuple[DeviceShare, ...], ...] = ()
+    labels: Mapping[str, str] = field(default_factory=dict, compare=False)
+    """The pod's labels: its task's, which inter-pod terms and spread constraints match."""
 
     @property
     def key(self) -> str:
@@ -225,6 +247,7 @@ class Job:
                         index,
                         run.node if run else None,
                         run.gpus if run else (),
+                        task.labels,
                     )
                 )
         return tuple(out)
@@ -306,3 +329,28 @@ def _validate_tasks(tasks: tuple[Task, ...], obj: str, diag: Diagnostics) -> Non
         for j, tol in enumerate(task.tolerations):
             if tol.operator not in TOLERATION_OPERATORS:
                 diag.error(obj, f"{field}.tolerations[{j}].operator", "must be Equal or Exists")
+        _validate_pod_rules(task, obj, field, diag)
+
+
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+_PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def _validate_pod_rules(task: Task, obj: str, field: str, diag: Diagnostics) -> None:
+    """The API server's rules on the task's affinity and spread, at the paths written."""
+    for name, rules in (
+        ("podAffinity", task.pod_affinity),
+        ("podAntiAffinity", task.pod_anti_affinity),
+    ):
+        if rules is None:
+            continue
+        at = f"{field}.affinity.{name}"
+        for i, term in enumerate(rules.required):
+            validate_affinity_term(term, False, task.labels, obj, f"{at}.{_REQUIRED}[{i}]", diag)
+        for i, term in enumerate(rules.preferred):
+            where = f"{at}.{_PREFERRED}[{i}].podAffinityTerm"
+            validate_affinity_term(term, True, task.labels, obj, where, diag)
+    validate_preferred_node_terms(
+        task.preferred_node_affinity, obj, f"{field}.affinity.nodeAffinity.{_PREFERRED}", diag
+    )
+    validate_spread(task.spread, task.labels, obj, f"{field}.topologySpreadConstraints", diag)

@@ -59,6 +59,7 @@ PRIMARY_SPECS = (
     MetricSpec("gpus_partially_used", "partly used GPUs", "GPUs", False),
     MetricSpec("evictions", "evictions", "pods", False),
     MetricSpec("pods_evicted_at_window_close", "evicted at TDM close", "pods", False),
+    MetricSpec("soft_terms_satisfied", "soft terms satisfied", "terms", True),
 )
 PRIMARY = tuple((s.name, s.higher_is_better) for s in PRIMARY_SPECS)
 CONTEXT = ("pods_on_revocable_nodes",)

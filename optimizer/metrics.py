@@ -30,6 +30,7 @@ from models.resources import CPU, EMPTY, MEMORY, NVIDIA_GPU, Resources, format_a
 from models.tdm import Window, node_zone, pod_preemptable, window_active, window_closes_at
 from models.workload import DeviceShare, Job, Task
 
+from .affinity_metrics import soft_terms
 from .plan import Bound, Plan
 
 MILLI = 1000
@@ -103,6 +104,10 @@ class Metrics:
     fragmentation_rate: float
     pods_on_revocable_nodes: int
     pods_evicted_at_window_close: int
+    soft_terms: int = 0
+    """Soft terms (preferred node and pod affinity, ScheduleAnyway spread) of placed pods."""
+    soft_terms_satisfied: int = 0
+    """How many of them the cluster after the plan satisfies (``affinity_metrics``)."""
     queues: tuple[QueueMetrics, ...] = ()
     job_lca_tiers: Mapping[str, int] = field(default_factory=dict)
     """Job key → tier of the smallest domain holding its bound pods, for multi-pod jobs."""
@@ -176,6 +181,7 @@ def evaluate(instance: Instance, plan: Plan) -> Metrics:
     tiers, at_lowest = _topology(instance, bound, tasks)
     free, fragmentation = _fragmentation(instance, bound, tasks, gpu.used)
     on_revocable, evicted = _tdm_counts(instance, bound, jobs, tasks)
+    soft, satisfied = soft_terms(instance, plan, bound)
     return Metrics(
         jobs_admitted=admitted,
         jobs_running=running,
@@ -203,6 +209,8 @@ def evaluate(instance: Instance, plan: Plan) -> Metrics:
         fragmentation_rate=_ratio(fragmentation, free),
         pods_on_revocable_nodes=on_revocable,
         pods_evicted_at_window_close=evicted,
+        soft_terms=soft,
+        soft_terms_satisfied=satisfied,
         queues=queues,
         job_lca_tiers=tiers,
     )

@@ -32,6 +32,9 @@ CLOSED_WINDOW = "20:00-23:00"
 GIB = 2**30
 MIB = 2**20
 POOL = "pool"
+ZONE_KEY = "topology.kubernetes.io/zone"
+HOSTNAME = "kubernetes.io/hostname"
+APP = "app"
 TAINT_KEY = "dedicated"
 GPU_TYPES = ("NVIDIA-A100-SXM4-80GB", "NVIDIA-A10", "NVIDIA-T4")
 DEVICE_MEMORY = (16384, 24576, 40960, 81920)
@@ -161,6 +164,8 @@ def _node(draw: st.DrawFn, index: int) -> NodeSpec:
     memory_text, memory = draw(st.sampled_from(_NODE_MEMORY))
     pods = draw(st.sampled_from(_NODE_PODS))
     labels = {POOL: draw(st.sampled_from("ab"))} if draw(st.booleans()) else {}
+    if draw(st.integers(0, 3)):
+        labels[ZONE_KEY] = draw(st.sampled_from(("z1", "z2")))
     tainted = draw(st.integers(0, 4)) == 0
     devices, gpus = draw(_devices(name))
     doc: dict[str, Any] = {
@@ -419,8 +424,55 @@ def _gpu_ask(draw: st.DrawFn) -> GpuAsk | None:
     return GpuAsk(1, draw(st.sampled_from(_SHARED_MEMORY)), draw(st.sampled_from(_SHARED_CORES)))
 
 
+def _selects(app: str) -> dict[str, Any]:
+    return {"matchLabels": {APP: app}}
+
+
 @st.composite
-def _task(draw: st.DrawFn, name: str, features: _Features) -> TaskSpec:
+def _pod_terms(draw: st.DrawFn, app: str) -> dict[str, Any]:
+    """Inter-pod terms, spread constraints and preferred node affinity for a task whose pods
+    carry ``app: <app>``, unique to the task. Required anti-affinity only ever selects the
+    task's own pods, so every pod it selects carries it too: then the rule holds both ways even
+    under Volcano's lists frozen at session open (docs/AFFINITY.md)."""
+    out: dict[str, Any] = {}
+    affinity: dict[str, Any] = {}
+    kind = draw(st.sampled_from(("none", "none", "anti", "affine", "spread", "soft")))
+    key = draw(st.sampled_from((HOSTNAME, ZONE_KEY)))
+    term = {"topologyKey": key, "labelSelector": _selects(app)}
+    if kind == "anti":
+        required = {"requiredDuringSchedulingIgnoredDuringExecution": [term]}
+        affinity["podAntiAffinity"] = required
+    elif kind == "affine":
+        zone_term = {"topologyKey": ZONE_KEY, "labelSelector": _selects(app)}
+        affinity["podAffinity"] = {"requiredDuringSchedulingIgnoredDuringExecution": [zone_term]}
+    elif kind == "spread":
+        out["topologySpreadConstraints"] = [
+            {
+                "maxSkew": draw(st.integers(1, 2)),
+                "topologyKey": key,
+                "whenUnsatisfiable": draw(st.sampled_from(("DoNotSchedule", "ScheduleAnyway"))),
+                "labelSelector": _selects(app),
+            }
+        ]
+    elif kind == "soft":
+        weight = draw(st.integers(1, 100))
+        preferred = {"weight": weight, "podAffinityTerm": term}
+        which = draw(st.sampled_from(("podAffinity", "podAntiAffinity")))
+        affinity[which] = {"preferredDuringSchedulingIgnoredDuringExecution": [preferred]}
+        if draw(st.booleans()):
+            expression = {"key": POOL, "operator": "In", "values": ["a"]}
+            affinity["nodeAffinity"] = {
+                "preferredDuringSchedulingIgnoredDuringExecution": [
+                    {"weight": weight, "preference": {"matchExpressions": [expression]}}
+                ]
+            }
+    if affinity:
+        out["affinity"] = affinity
+    return out
+
+
+@st.composite
+def _task(draw: st.DrawFn, name: str, features: _Features, app: str = "") -> TaskSpec:
     replicas = draw(st.integers(1, 4))
     cpu_text, cpu = draw(st.sampled_from(_POD_CPU))
     memory_text, memory = draw(st.sampled_from(_POD_MEMORY))
@@ -442,6 +494,9 @@ def _task(draw: st.DrawFn, name: str, features: _Features) -> TaskSpec:
         annotations[PREEMPTABLE] = draw(st.sampled_from(("true", "false")))
     if annotations:
         doc["annotations"] = dict(annotations)
+    if app:
+        doc["labels"] = {APP: app}
+        doc.update(draw(_pod_terms(app)))
     return TaskSpec(name, replicas, cpu, memory, gpu, selector, tolerates, annotations, doc)
 
 
@@ -534,7 +589,10 @@ def _job(
     nodes: Sequence[NodeSpec],
     free: Mapping[str, _Free],
 ) -> dict[str, Any]:
-    tasks = [draw(_task(name, features)) for name in ("w", "ps")[: draw(st.integers(1, 2))]]
+    tasks = [
+        draw(_task(name, features, f"j{index}-{name}"))
+        for name in ("w", "ps")[: draw(st.integers(1, 2))]
+    ]
     replicas = sum(t.replicas for t in tasks)
     doc: dict[str, Any] = {
         "name": f"j{index}",

@@ -89,6 +89,28 @@ RULES = {
     "bad_timezone",
     "unknown_action",
     "enable_not_boolean",
+    # pod (anti-)affinity, topology spread, preferred node affinity: the API server's rules
+    "affinity_label_key_in_selector",
+    "affinity_label_keys_without_selector",
+    "affinity_match_and_mismatch_key",
+    "affinity_namespace_name",
+    "affinity_selector_operator",
+    "affinity_topology_key_empty",
+    "affinity_unknown_kind",
+    "affinity_weight_out_of_range",
+    "node_preference_field_key",
+    "namespace_name",
+    "node_preference_gt_not_integer",
+    "node_preference_weight_zero",
+    "spread_duplicate_pair",
+    "spread_label_key_in_selector",
+    "spread_max_skew_zero",
+    "spread_min_domains_soft",
+    "spread_min_domains_zero",
+    "spread_missing_max_skew",
+    "spread_policy",
+    "spread_topology_key_invalid",
+    "spread_when_unsatisfiable",
 }
 """The rules the issue and DESIGN §3 name; each must have its own file."""
 

@@ -66,3 +66,26 @@ def test_greedy_speed_runs_on_a_tiny_custom_instance() -> None:
     assert ["instances/demo.yaml", "8"] in [c[:2] for c in cells]
     assert any(c[1:3] == ["20", "60"] for c in cells)
     assert "requirement" in result.stdout
+
+
+def test_affinity_runs_on_a_tiny_zoned_cluster() -> None:
+    """Two zones of three nodes, one job of each kind, 2 s of CP-SAT: one row per engine, and
+    neither plan breaks a rule (the violations column is 0)."""
+    import os
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    args = ["--zones", "2", "--per-zone", "3", "--jobs", "4", "--time-limit", "2", "--workers", "1"]
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "affinity.py"), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    rows = [r for r in _cells(result.stdout) if r[0] in ("greedy", "cpsat")]
+    assert [r[0] for r in rows] == ["greedy", "cpsat"]
+    assert [r[1] for r in rows] == ["6", "6"]
+    assert [r[4] for r in rows] == ["0", "0"]

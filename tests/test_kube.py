@@ -481,3 +481,49 @@ def test_a_controller_whose_pods_are_present_says_they_are_read() -> None:
     assert _has(warnings, 'Deployment "demo"', "", "its pods are read")
     assert _has(warnings, 'Deployment "other"', "", "its pods are not in the input")
     assert [j["name"] for j in compact["jobs"]] == ["demo-5d8f-x1"]
+
+
+def test_pods_carry_labels_affinity_and_spread_into_their_task() -> None:
+    """Two pods of one task, labelled app=web, with required anti-affinity on the hostname and
+    a zone spread constraint, one of them running: the task (and so both pods) carries the
+    labels and the terms, as the compact form would."""
+    spec_terms = {
+        "affinity": {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "topologyKey": "kubernetes.io/hostname",
+                        "labelSelector": {"matchLabels": {"app": "web"}},
+                    }
+                ]
+            }
+        },
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 1,
+                "topologyKey": "zone",
+                "whenUnsatisfiable": "ScheduleAnyway",
+                "labelSelector": {"matchLabels": {"app": "web"}},
+            }
+        ],
+    }
+    pods = [_pod("train-web-0", node="n1", phase="Running"), _pod("train-web-1")]
+    for pod in pods:
+        pod["metadata"]["labels"] = {"app": "web"}
+        pod["spec"].update(spec_terms)
+    inst = from_documents([_node(), _podgroup(), *pods], "dump.yaml")
+    task = inst.job_by_key["default/train"].tasks[0]
+    assert task.labels == {"app": "web"}
+    assert task.pod_anti_affinity is not None
+    assert [t.topology_key for t in task.pod_anti_affinity.required] == ["kubernetes.io/hostname"]
+    assert [(c.topology_key, c.hard) for c in task.spread] == [("zone", False)]
+    running = inst.pod_by_key["default/train-web-0"]
+    assert running.node == "n1" and running.labels == {"app": "web"}
+
+
+def test_namespace_objects_bring_their_labels() -> None:
+    """A Namespace in the dump is no warning: its labels are what namespaceSelectors read."""
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml", "labels": {"t": "a"}}}
+    inst = from_documents([_node(), ns], "dump.yaml")
+    assert inst.namespaces == {"ml": {"t": "a"}}
+    assert not any("Namespace" in p.obj for p in inst.warnings)

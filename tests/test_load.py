@@ -233,7 +233,7 @@ def test_node_groups_expand_with_zero_padded_names_and_own_devices() -> None:
     )
     assert [n.name for n in instance.nodes] == ["pool-009", "pool-010", "pool-011"]
     assert [d.id for d in instance.nodes[2].gpus] == ["GPU-pool-011-0", "GPU-pool-011-1"]
-    assert instance.nodes[1].labels == {"pool": "a"}
+    assert instance.nodes[1].labels == {"pool": "a", "kubernetes.io/hostname": "pool-010"}
     assert instance.nodes[1].allocatable == Resources({"cpu": 4000, "nvidia.com/gpu": 20_000})
 
 

@@ -550,7 +550,7 @@ def test_frames_and_dict() -> None:
     amounts as Kubernetes quantities."""
     m = measure(instance(TWO_QUEUES), place("ja-w-0", "n1"), place("jb-w-0", "n1"))
     frame = m.to_frame()
-    assert frame.shape == (1, 24)
+    assert frame.shape == (1, 26)
     assert list(frame.columns) == list(m.scalars())
     assert frame.loc[0, "pods_placed"] == 2
     queues = m.queues_frame()

@@ -146,7 +146,29 @@ FEATURES: dict[str, Feature] = {
     "soft topology": lambda d: any(
         j.get("networkTopology", {}).get("mode") == "soft" for j in d["jobs"]
     ),
+    "required pod anti-affinity": lambda d: _task_has(
+        d, "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution"
+    ),
+    "required pod affinity": lambda d: _task_has(
+        d, "affinity", "podAffinity", "requiredDuringSchedulingIgnoredDuringExecution"
+    ),
+    "preferred pod affinity": lambda d: _task_has(
+        d, "affinity", "podAffinity", "preferredDuringSchedulingIgnoredDuringExecution"
+    ),
+    "topology spread": lambda d: _task_has(d, "topologySpreadConstraints"),
+    "preferred node affinity": lambda d: _task_has(d, "affinity", "nodeAffinity"),
 }
+
+
+def _task_has(doc: Doc, *path: str) -> bool:
+    for job in doc["jobs"]:
+        for task in job["tasks"]:
+            node: Any = task
+            for part in path:
+                node = node.get(part) if isinstance(node, dict) else None
+            if node:
+                return True
+    return False
 
 
 def test_generator_reaches_every_feature() -> None:

@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from ..affinity import DNS_LABEL
 from ..cluster import TAINT_EFFECTS, Node, Taint, with_gpu_allocatable
 from ..errors import Diagnostics, InputError, Problem, obj_name
 from ..gpu import (
@@ -33,7 +34,7 @@ from ..queues import DEFAULT_QUEUE, Queue
 from ..scheduler_conf import parse_scheduler_conf
 from ..selectors import LabelRequirement, LabelSelector
 from ..topology import HyperNode, Member, MemberSelector
-from ..vocabulary import API_VERSION, HAMI_REGISTER, VOLCANO_REGISTER
+from ..vocabulary import API_VERSION, HAMI_REGISTER, HOSTNAME_LABEL, VOLCANO_REGISTER
 from ..workload import Job
 from . import schema as s
 from .errors import shape_problems, sub_problems
@@ -159,8 +160,20 @@ class _Builder:
             hypernodes=hypernodes,
             queues=queues,
             jobs=jobs,
+            namespaces=self._namespaces(),
             source=file,
         )
+
+    def _namespaces(self) -> dict[str, dict[str, str]]:
+        out: dict[str, dict[str, str]] = {}
+        for ns in self.m.namespaces:
+            obj = obj_name("Namespace", ns.name)
+            if ns.name in out:
+                self.diag.error(obj, "name", "duplicate Namespace")
+            elif len(ns.name) > 63 or not DNS_LABEL.fullmatch(ns.name):
+                self.diag.error(obj, "name", "must be a lowercase RFC 1123 label")
+            out[ns.name] = dict(ns.labels)
+        return out
 
     def _timezone(self) -> str:
         try:
@@ -230,7 +243,10 @@ class _Builder:
                 gpus = shorthand_devices(
                     name, g.count, g.type, g.memory, split=g.split, cores=g.cores
                 )
-            nodes.append(replace(first, name=name, gpus=gpus))
+            labels = first.labels
+            if HOSTNAME_LABEL not in group.labels:
+                labels = {**labels, HOSTNAME_LABEL: name}
+            nodes.append(replace(first, name=name, labels=labels, gpus=gpus))
         self.written_as.update(dict.fromkeys(names, obj))
         return nodes
 
@@ -254,7 +270,8 @@ class _Builder:
         return Node(
             name=name,
             allocatable=with_gpu_allocatable(allocatable, gpus),
-            labels=dict(raw.labels),
+            # The kubelet labels every node with its hostname; pods' topology terms read it.
+            labels={HOSTNAME_LABEL: name, **raw.labels},
             annotations=dict(raw.annotations),
             taints=tuple(taints),
             unschedulable=raw.unschedulable,

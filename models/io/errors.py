@@ -23,6 +23,7 @@ KINDS = {
     "queues": "Queue",
     "jobs": "Job",
     "priorityClasses": "PriorityClass",
+    "namespaces": "Namespace",
 }
 """The object kind each list of the compact form holds."""
 _EXPECTED = {

@@ -37,6 +37,7 @@ from ..workload import (
     Toleration,
     copied_to_pods,
 )
+from . import affinity as a
 from . import schema as s
 from .errors import sub_problems
 from .values import as_utc, read_datetime, read_resources
@@ -53,6 +54,7 @@ _GPU_PROBLEM = re.compile(r"^(limits|requests)\[([^\]]+)\]: (.*)$", re.DOTALL)
 _SHARE_LIST = TypeAdapter(list[s.DeviceShareIn])
 _EXPRESSIONS = TypeAdapter(list[s.LabelExpressionIn])
 _REQUIRED_AFFINITY = "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+_AFFINITY_KINDS = ("nodeAffinity", "podAffinity", "podAntiAffinity")
 
 
 class _Parsed:
@@ -255,6 +257,18 @@ class JobReader:
                 Toleration(x.key, x.operator, x.value, x.effect) for x in t.tolerations
             ),
             pod_names=self._pod_names(t, obj, field),
+            preferred_node_affinity=a.preferred_node_terms(
+                (t.affinity or {}).get("nodeAffinity"), obj, f"{field}.affinity", self.diag
+            ),
+            pod_affinity=a.pod_affinity(
+                t.affinity, "podAffinity", obj, f"{field}.affinity", self.diag
+            ),
+            pod_anti_affinity=a.pod_affinity(
+                t.affinity, "podAntiAffinity", obj, f"{field}.affinity", self.diag
+            ),
+            spread=a.spread_constraints(
+                t.topologySpreadConstraints, obj, f"{field}.topologySpreadConstraints", self.diag
+            ),
         )
 
     def _gpu_request(
@@ -298,15 +312,14 @@ class JobReader:
     def _affinity(
         self, raw: Mapping[str, Any] | None, obj: str, field: str
     ) -> tuple[LabelSelector, ...]:
-        """Required node affinity: its nodeSelectorTerms; pod (anti-)affinity is not modelled."""
+        """Required node affinity: its nodeSelectorTerms (the other parts of ``affinity`` are
+        read by ``models.io.affinity``)."""
         if not raw:
             return ()
         node_affinity = raw.get("nodeAffinity") or {}
         for key in raw:
-            if key != "nodeAffinity":
-                self.diag.warn(
-                    obj, f"{field}.{key}", "pod (anti-)affinity is not modelled; ignored"
-                )
+            if key not in _AFFINITY_KINDS:
+                self.diag.error(obj, f"{field}.{key}", "unknown field")
         required = (
             node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
             if isinstance(node_affinity, Mapping)

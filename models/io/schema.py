@@ -98,6 +98,53 @@ class LabelSelectorIn(_Strict):
     matchExpressions: list[LabelExpressionIn] = Field(default_factory=list)
 
 
+class PodAffinityTermIn(_Strict):
+    """A pod (anti-)affinity term: ``affinity`` of a task is read with these by
+    ``models.io.affinity``."""
+
+    topologyKey: StrictStr = ""
+    labelSelector: LabelSelectorIn | None = None
+    namespaces: list[StrictStr] = Field(default_factory=list)
+    namespaceSelector: LabelSelectorIn | None = None
+    matchLabelKeys: list[StrictStr] = Field(default_factory=list)
+    mismatchLabelKeys: list[StrictStr] = Field(default_factory=list)
+
+
+class WeightedPodAffinityTermIn(_Strict):
+    weight: StrictInt
+    podAffinityTerm: PodAffinityTermIn
+
+
+class PodAffinityIn(_Strict):
+    requiredDuringSchedulingIgnoredDuringExecution: list[PodAffinityTermIn] = Field(
+        default_factory=list
+    )
+    preferredDuringSchedulingIgnoredDuringExecution: list[WeightedPodAffinityTermIn] = Field(
+        default_factory=list
+    )
+
+
+class NodeSelectorTermIn(_Strict):
+    matchExpressions: list[LabelExpressionIn] = Field(default_factory=list)
+    matchFields: list[LabelExpressionIn] = Field(default_factory=list)
+
+
+class PreferredSchedulingTermIn(_Strict):
+    weight: StrictInt
+    preference: NodeSelectorTermIn
+
+
+class SpreadConstraintIn(_Strict):
+    maxSkew: StrictInt
+    topologyKey: StrictStr
+    whenUnsatisfiable: StrictStr
+    labelSelector: LabelSelectorIn | None = None
+    minDomains: StrictInt | None = None
+    nodeAffinityPolicy: StrictStr | None = None
+    nodeTaintsPolicy: StrictStr | None = None
+    matchLabelKeys: list[StrictStr] = Field(default_factory=list)
+
+
 class SelectorIn(_Strict):
     exactMatch: ExactMatchIn | None = None
     regexMatch: RegexMatchIn | None = None
@@ -130,6 +177,11 @@ class QueueIn(_Strict):
     type: Any = None
     extendClusters: Any = None
     dequeueStrategy: Any = None
+
+
+class NamespaceIn(_Strict):
+    name: StrictStr = Field(min_length=1)
+    labels: dict[StrictStr, StrictStr] = Field(default_factory=dict)
 
 
 class PriorityClassIn(_Strict):
@@ -216,6 +268,7 @@ class InstanceIn(_Strict):
     timezone: StrictStr = "UTC"
     scheduler: Any = None
     priorityClasses: list[PriorityClassIn] = Field(default_factory=list)
+    namespaces: list[NamespaceIn] = Field(default_factory=list)
     nodes: list[NodeIn] = Field(default_factory=list)
     nodeGroups: list[NodeGroupIn] = Field(default_factory=list)
     hypernodes: list[HyperNodeIn] = Field(default_factory=list)

@@ -3,8 +3,10 @@
 Two nodes belong to one class when no constraint or objective term can tell them apart: the
 same HyperNode at every tier, the same allocatable and free resources, the same devices in the
 same state (type, memory, cores, time-slices, NUMA node, health, cordon, what running pods hold
-on each), the same values of every label a pending pod's selectors or affinity read, the same
-taints, the same TDM zone, and the same evictable running pods. The model then counts pods per
+on each), the same values of every label a pending pod's selectors or affinity read (and the
+topology keys inter-pod terms read, ``affinity.class_label_keys``), running pods that are the
+same to those terms, the same taints, the same TDM zone, and the same evictable running pods.
+The model then counts pods per
 (group, class) instead of per (group, node); idle nodes of one rack collapse into one class,
 busy nodes split by what they hold.
 
@@ -26,6 +28,7 @@ from models.gpu import GpuDevice
 from models.instance import Instance
 from models.tdm import node_zone
 
+from .affinity_keys import class_label_keys, has_pod_terms, node_signature
 from .records import Group, RunningPod
 from .units import model_units
 
@@ -179,6 +182,7 @@ class _Signatures:
         pools: Sequence[Sequence[int]],
         uuids: frozenset[str],
     ) -> None:
+        self.pod_terms = has_pod_terms(instance)
         self.nodes = instance.nodes
         self.running = running
         self.pools = [set(p) for p in pools]
@@ -279,6 +283,7 @@ def _node_key(
         tuple(sorted(states, key=repr)),
         tuple(sorted(pod_keys.values(), key=repr)),
         tuple(sorted((k, node.labels[k]) for k in keys if k in node.labels)),
+        node_signature([sig.running[i] for i in sig.on_node[n]]) if sig.pod_terms else (),
         taints,
         node.unschedulable,
         node_zone(node.labels),
@@ -299,7 +304,7 @@ def build_classes(
     """The node classes, each node's class (-1 for a node outside ``nodes``, when only those
     are open to new pods) and the eviction groups of all classes."""
     sig = _Signatures(instance, running, pools, uuids_read(groups))
-    keys = label_keys_read(groups)
+    keys = label_keys_read(groups) | class_label_keys(instance, [g.task for g in groups])
     by_key: dict[tuple[object, ...], list[int]] = {}
     node_states: list[tuple[list[tuple[object, ...]], dict[int, tuple[object, ...]]]] = []
     for n, node in enumerate(instance.nodes):

@@ -6,6 +6,8 @@ Rules the model enforces by construction, with no constraint of their own:
 - ``running-kept``: running pods have no placement variables, only an eviction count when
   they may be evicted.
 
+``pod-affinity``, ``pod-anti-affinity`` and ``topology-spread`` are ``affinity.py``'s families.
+
 On a class of several nodes the capacity families bound the class as a whole (its size times
 one node); ``expand.py`` then packs the counts into the class's nodes and devices, and a class
 whose counts it cannot pack is solved again node by node. On a one-node class with one device

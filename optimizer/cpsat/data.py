@@ -132,6 +132,8 @@ def _task_key(task: Task) -> tuple[object, ...]:
         _mapping_key(task.node_selector),
         repr(task.required_affinity),
         task.tolerations,
+        repr((task.pod_affinity, task.pod_anti_affinity, task.spread)),
+        repr(task.preferred_node_affinity),
     )
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from ortools.sat.python import cp_model
 
+from .affinity_keys import node_caps
 from .classes import EvictGroup
 from .variables import Expr, IntVar, Linear, Values, Variables, lsum, wsum
 
@@ -124,6 +125,8 @@ def _one_node_rows(v: Variables, unit: int, cls: int) -> list[tuple[Expr, int]]:
     # A group's own device room on one node (shares per device, summed over its devices):
     # summed memory alone would let three 60 % shares onto a node of two devices.
     rows += [(v.count[g, cls], v.per_node[g, cls]) for g in groups if data.groups[g].gpus]
+    caps = node_caps(data)
+    rows += [(v.count[g, cls], caps[g]) for g in groups if g in caps]
     whole = wsum(
         (data.groups[g].gpus[k].nums, v.count[g, cls])
         for g in groups

@@ -3,7 +3,8 @@
 The model says how many pods of each group go to each class, and how many pods of each
 eviction group go. Expansion evicts the first pods of each eviction group (in node order),
 then packs each class's new pods into its nodes first-fit, largest first — a job the model
-keeps on one node (topology level 0) as one bundle —, choosing each container's devices by
+keeps on one node (topology level 0) as one bundle, and before all the pods a node may hold
+only one of (``affinity_keys.node_caps``) —, choosing each container's devices by
 HAMi's rules (time-slices, memory, cores, exclusive use, the zero-core rule, distinct devices,
 NUMA binding, the type and UUID filters). Nodes are tried in the class's order and devices
 from the fullest, so that the plan opens as few nodes and devices as it can.
@@ -23,6 +24,7 @@ from models.gpu import FULL_CORES, GpuDevice, GpuRequest
 from models.workload import DeviceShare
 
 from ..plan import Placement
+from .affinity_keys import node_caps
 from .data import Compiled
 from .records import Group
 from .variables import Values, Variables
@@ -153,26 +155,52 @@ def expand(v: Variables, values: Values) -> Expansion:
     states = _node_states(data, set(result.evicted))
     bundled = _bundled_units(v, values)
     pinned = _pinned_nodes(data, bundled)
+    caps = node_caps(data)
+    held: dict[tuple[int, int], int] = {}
+    """(node, capped group) → its pods placed there."""
     for c, pods in sorted(_pods_per_class(v, values).items()):
         cls = data.classes[c]
         items: dict[object, list[tuple[Group, str]]] = {}
         for g, key in pods:
             bundle = g.unit if g.unit in bundled else key
             items.setdefault(bundle, []).append((g, key))
-        order = sorted(items.values(), key=lambda it: (-len(it), _size_key(it[0][0]), it[0][1]))
+        # Pods that need nodes of their own (``caps``) go first, while every node has room.
+        order = sorted(
+            items.values(),
+            key=lambda it: (it[0][0].index not in caps, -len(it), _size_key(it[0][0]), it[0][1]),
+        )
         for item in order:
             unit = item[0][0].unit
             candidates = [pinned[unit]] if unit in pinned else cls.nodes
+            candidates = [n for n in candidates if _within_caps(item, n, caps, held)]
             placed = _place_item(data, c, [states[n] for n in candidates], item)
             if placed is None:
                 result.failed_classes.add(c)
                 result.failed_units.add(unit)
                 continue
             result.placements += placed
+            for g, _ in item:
+                if g.index in caps:
+                    n = data.node_index(placed[0].node)
+                    held[n, g.index] = held.get((n, g.index), 0) + 1
     if result.failed_units:
         failed = {p.key for u in result.failed_units for g in data.unit_groups(u) for p in g.pods}
         result.placements = [p for p in result.placements if p.pod not in failed]
     return result
+
+
+def _within_caps(
+    item: Sequence[tuple[Group, str]],
+    n: int,
+    caps: dict[int, int],
+    held: dict[tuple[int, int], int],
+) -> bool:
+    """The node may take the item's pods of every capped group (``affinity_keys.node_caps``)."""
+    wanted: dict[int, int] = {}
+    for g, _ in item:
+        if g.index in caps:
+            wanted[g.index] = wanted.get(g.index, 0) + 1
+    return all(held.get((n, gi), 0) + k <= caps[gi] for gi, k in wanted.items())
 
 
 def _pinned_nodes(data: Compiled, bundled: set[int]) -> dict[int, int]:

@@ -9,6 +9,7 @@ from ..plan import ADMITTED, PENDING, RUNNING, Eviction, JobDecision, Plan
 from .data import Compiled
 from .evictions import can_preempt, can_reclaim
 from .expand import Expansion
+from .replay_order import order_placements
 from .variables import Values, Variables
 
 NO_CANDIDATE = "no node passes the static predicates (selector, taints, TDM, GPU filter)"
@@ -51,7 +52,7 @@ def plan_from(
         instance=instance.name,
         engine="cpsat",
         seed=seed,
-        placements=tuple(expansion.placements),
+        placements=tuple(order_placements(data, expansion.placements, expansion.evicted)),
         evictions=evictions,
     )
     return plan.replace(jobs=decisions(data, plan, expansion))

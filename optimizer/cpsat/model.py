@@ -25,7 +25,7 @@ from ..options import SolveOptions
 from ..plan import Plan
 from ..progress import Progress
 from ..result import Status
-from . import constraints
+from . import affinity, constraints
 from .data import Compiled, compile_instance
 from .evictions import eviction_allowed, eviction_caps
 from .hints import hint_values, within_model
@@ -45,6 +45,9 @@ FAMILIES = (
     constraints.queue_capability,
     constraints.queue_leaf,
     eviction_allowed,
+    affinity.pod_affinity,
+    affinity.pod_anti_affinity,
+    affinity.topology_spread,
 )
 STAGE_SHARE = {"work": 0.4, "fairness": 0.2, "topology": 0.2, "packing": 0.2, "weighted": 1.0}
 INT64_HEADROOM = 2**62

@@ -14,7 +14,9 @@ tests hold the two sides to that.
    min over the same of min(10000, ⌊1000·allocated/deserved⌋). Allocated counts the pods of
    jobs in the queue itself, in model units (memory in MiB, each pod rounded up).
 3. ``topology``: − Σ over multi-pod jobs with pending pods of the level index of their lowest
-   common HyperNode (0 = one node, then each real tier; all levels + 1 when none holds them).
+   common HyperNode (0 = one node, then each real tier; all levels + 1 when none holds them),
+   ranked below the pods' own soft terms: ``(LCA span + 1) × soft score − Σ levels``
+   (``soft_terms.py``).
 4. ``packing``: − (100 × evictions + GPUs opened + nodes opened), where "opened" means holding
    no running pod before the plan and receiving a new pod (a new device share) from it.
 """
@@ -31,6 +33,7 @@ from ..plan import Plan
 from .constraints import gpu_users, held_terms, new_share_devices, occupied_devices
 from .data import Compiled
 from .domains import within_level
+from .soft_terms import soft_score, soft_span, soft_value
 from .variables import Expr, Linear, Values, Variables, lsum, wsum
 
 FILL_SCALE = 1000
@@ -92,7 +95,8 @@ def stage_span(data: Compiled, stage: str) -> int:
     if stage == "fairness":
         return (SHARE_CAP + 1) * FILL_SCALE * len(_fair_pairs(data)) + SHARE_CAP
     if stage == "topology":
-        return (len(data.levels) + 1) * len(multi_pod_units(data))
+        lca = _lca_span(data)
+        return (lca + 1) * soft_span(data) + lca
     evictable = sum(eg.size for eg in data.evict_groups)
     devices = sum(len(n.gpus) for n in data.nodes)
     return EVICTION_COST * evictable + devices + len(data.nodes)
@@ -149,13 +153,18 @@ def _fairness(m: cp_model.CpModel, v: Variables, data: Compiled) -> Expr:
 
 
 def _topology(m: cp_model.CpModel, v: Variables, data: Compiled) -> Expr:
-    del m
+    """The pods' own soft terms (``soft_terms.py``), then the LCA part below them."""
+    soft = soft_score(m, v, data)
     units = multi_pod_units(data)
     if not units:
-        return 0
+        return soft
     levels = len(data.levels)
     withins = [within_level(v, u, level) for u in units for level in range(levels)]
-    return lsum(withins) - len(withins)
+    return (_lca_span(data) + 1) * soft + lsum(withins) - len(withins)
+
+
+def _lca_span(data: Compiled) -> int:
+    return (len(data.levels) + 1) * len(multi_pod_units(data))
 
 
 def nodes_used(v: Variables, c: int) -> Expr:
@@ -258,7 +267,10 @@ def evaluate(data: Compiled, plan: Plan) -> StageValues:
             allocated[job.queue, resource] = allocated.get((job.queue, resource), 0) + amount
     fairness = _fairness_value(data, allocated)
     multi = [data.units[u].key for u in multi_pod_units(data)]
-    topology = -sum(_level_cost(data, per_job_nodes.get(j, set())) for j in multi)
+    lca = sum(_level_cost(data, per_job_nodes.get(j, set())) for j in multi)
+    topology = (
+        (_lca_span(data) + 1) * soft_value(data, plan) - lca if multi else soft_value(data, plan)
+    )
     held_devices = {(r.node, d) for r in data.running for d, _, _ in r.gpus}
     busy_nodes = {r.node for r in data.running}
     opened_devices: set[tuple[int, int]] = set()

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from models.instance import Instance
 
 from ..plan import Plan
+from .affinity import check_pod_affinity, check_pod_anti_affinity, check_topology_spread
 from .context import Context, Violation, check_references
 from .evictions import check_eviction_allowed, check_running_kept
 from .gpu import check_gpu_capacity, check_gpu_distinct, check_gpu_exclusive, check_gpu_filter
@@ -49,6 +50,9 @@ RULES = (
     "tdm-revocable-only",
     "running-kept",
     "eviction-allowed",
+    "pod-affinity",
+    "pod-anti-affinity",
+    "topology-spread",
 )
 
 _CHECKS: tuple[Callable[[Context], Iterator[Violation]], ...] = (
@@ -68,6 +72,9 @@ _CHECKS: tuple[Callable[[Context], Iterator[Violation]], ...] = (
     check_tdm_revocable_only,
     check_running_kept,
     check_eviction_allowed,
+    check_pod_affinity,
+    check_pod_anti_affinity,
+    check_topology_spread,
 )
 """One function per rule, in :data:`RULES` order."""
 

@@ -54,7 +54,7 @@ def test_nodes_like_one_join_an_exact_match_hypernode_as_members():
 def test_task_and_node_edits_are_checked_like_the_loader():
     instance = build(CAPACITY, TWO_NODES, "jobs:\n", want(task="nodeSelector: {pool: b}"))
     relabelled = whatif.with_node_labels(instance, {"gpu-a-002": {"pool": "b"}})
-    assert relabelled.node_by_name["gpu-a-002"].labels == {"pool": "b"}
+    assert relabelled.node_by_name["gpu-a-002"].labels["pool"] == "b"
     freed = whatif.with_task(instance, "default/want", "w", node_selector={})
     assert freed.job_by_key["default/want"].tasks[0].node_selector == {}
     with pytest.raises(InputError, match="no task"):

@@ -153,6 +153,9 @@ def test_rule_names_are_design_section_6s() -> None:
         "tdm-revocable-only",
         "running-kept",
         "eviction-allowed",
+        "pod-affinity",
+        "pod-anti-affinity",
+        "topology-spread",
     )
 
 

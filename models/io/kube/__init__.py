@@ -92,6 +92,7 @@ def _translate(docs: Sequence[object], name: str, diag: Diagnostics) -> dict[str
         "Queue": cluster.queue,
         "PriorityClass": cluster.priority_class,
         "ConfigMap": cluster.configmap,
+        "Namespace": cluster.namespace,
     }
     controllers: list[KubeObject] = []
     for position, o in enumerate(ObjectReader(diag).objects(docs)):
@@ -123,6 +124,7 @@ def _translate(docs: Sequence[object], name: str, diag: Diagnostics) -> dict[str
         out["scheduler"] = cluster.scheduler
     sections = {
         "priorityClasses": cluster.priority_classes,
+        "namespaces": cluster.namespaces,
         "nodes": cluster.nodes,
         "hypernodes": cluster.hypernodes,
         "queues": cluster.queues,

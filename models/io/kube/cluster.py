@@ -28,9 +28,18 @@ class ClusterReader(ObjectReader):
         self.hypernodes: list[dict[str, Any]] = []
         self.queues: list[dict[str, Any]] = []
         self.priority_classes: list[dict[str, Any]] = []
+        self.namespaces: list[dict[str, Any]] = []
         self.scheduler: object = None
         self.scheduler_source = ""
         self.snapshot: dict[str, Any] = {}
+
+    def namespace(self, o: KubeObject) -> None:
+        """A Namespace: its labels are what a pod term's ``namespaceSelector`` reads."""
+        entry: dict[str, Any] = {"name": o.name}
+        labels = self._metadata_map(o, "labels")
+        if labels:
+            entry["labels"] = labels
+        self.namespaces.append(entry)
 
     def node(self, o: KubeObject) -> None:
         spec = self._mapping(o, o.doc, "spec", "spec")

@@ -11,10 +11,10 @@ random tie-break then settles (spec §9 items 14, 15):
 - TaintToleration counts intolerable PreferNoSchedule taints and is the only one normalised
   over the candidate set (in reverse, so the node with the most such taints gets 0).
 
-NodeAffinity, InterPodAffinity and PodTopologySpread score only *preferred* terms, soft
-constraints and owner-derived default spreading, none of which an instance carries: their
-PreScore skips and they add 0 to every node. ImageLocality (Volcano's NodeOrderFn part) needs
-container images, which an instance does not carry either, so it adds 0 too.
+NodeAffinity, InterPodAffinity and PodTopologySpread score preferred node affinity, preferred
+pod (anti-)affinity and ``ScheduleAnyway`` spread (``pod_scores.py``), normalised over the
+candidates; they are built only when some pod carries such a term. ImageLocality (Volcano's
+NodeOrderFn part) needs container images, which an instance does not carry, so it adds 0.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from models.workload import Toleration
 
 from ..api import NodeInfo, TaskInfo
 from ..session import Plugin, Session
+from .pod_scores import PodScores
 from .predicates import KubeNodeView, tolerated
 
 MAX_NODE_SCORE = 100
@@ -45,8 +46,7 @@ PREFER_NO_SCHEDULE = "PreferNoSchedule"
 class NodeOrderWeights:
     """The ``<score>.weight`` arguments (defaults of ``nodeorder.go:calculateWeight``).
 
-    The affinity, spread and image weights are read for completeness; with nothing to score
-    they multiply 0.
+    The image weight is read for completeness; with no images to score it multiplies 0.
     """
 
     least_requested: int = 1
@@ -152,7 +152,16 @@ class NodeOrderPlugin(Plugin):
         ]
         self._taint_counts: dict[tuple[Toleration, ...], list[int]] = {}
         w = self.weights
-        if w.least_requested or w.most_requested or w.balanced_resource or w.taint_toleration:
+        self.pod_scores = None
+        if PodScores.needed(ssn) and (w.node_affinity or w.pod_affinity or w.pod_topology_spread):
+            self.pod_scores = PodScores(ssn, w.node_affinity, w.pod_affinity, w.pod_topology_spread)
+        if (
+            w.least_requested
+            or w.most_requested
+            or w.balanced_resource
+            or w.taint_toleration
+            or self.pod_scores is not None
+        ):
             ssn.add("batch_node_order", self.name, self.batch_node_order)
 
     def batch_node_order(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, float]:
@@ -165,6 +174,8 @@ class NodeOrderPlugin(Plugin):
         if w.taint_toleration:
             for name, score in self._taint_scores(task, nodes).items():
                 scores[name] += score * w.taint_toleration
+        if self.pod_scores is not None:
+            self.pod_scores.add(task, nodes, scores)
         return {name: float(score) for name, score in scores.items()}
 
     def _requested_scores(

@@ -2,7 +2,8 @@
 
 Volcano's ``plugins/predicates/predicates.go`` wraps kube-scheduler Filter plugins (spec §2.2).
 vcopt models the ones whose inputs an instance carries: the pod count, NodeUnschedulable,
-NodeAffinity (nodeSelector and required node affinity) and TaintToleration. CPU and memory are
+NodeAffinity (nodeSelector and required node affinity), TaintToleration, and InterPodAffinity
+and PodTopologySpread (``pod_filters.py``, which also registers their PreFilter). CPU and memory are
 *not* checked here (spec §9 item 16): the allocate action's own ``InitResreq ≤ FutureIdle`` does
 that before any PredicateFn runs.
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from models.affinity import HONOR, SpreadConstraint
 from models.cluster import Taint
 from models.resources import CPU, MEMORY
 from models.topology import LabelSelector
@@ -24,6 +26,7 @@ from models.workload import Toleration
 
 from ..api import NodeInfo, TaskInfo, vadd, vsub
 from ..session import UNRESOLVABLE, UNSCHEDULABLE, Event, EventHandler, FitFailure, Plugin, Session
+from .pod_filters import PodFilters
 
 DO_NOT_SCHEDULE = frozenset({"NoSchedule", "NoExecute"})
 DEFAULT_MILLI_CPU = 100
@@ -35,7 +38,13 @@ TOO_MANY_PODS = "node(s) pod number exceeded"
 NODE_UNSCHEDULABLE = "node(s) were unschedulable"
 AFFINITY_MISMATCH = "node(s) didn't match Pod's node affinity/selector"
 
-ENABLE_ARGS = ("NodeUnschedulable", "NodeAffinity", "TaintToleration")
+ENABLE_ARGS = (
+    "NodeUnschedulable",
+    "NodeAffinity",
+    "TaintToleration",
+    "PodAffinity",
+    "PodTopologySpread",
+)
 """The filters that ``predicate.<Name>Enable: false`` switches off; the pod count has no switch."""
 
 
@@ -131,6 +140,17 @@ def affinity_matches(task: TaskInfo, labels: Mapping[str, str]) -> bool:
     return not terms or any(term_matches(term, labels) for term in terms)
 
 
+def spread_included(task: TaskInfo, c: SpreadConstraint, node: NodeInfo) -> bool:
+    """Topology spread's node-inclusion policies (``matchNodeInclusionPolicies``): node
+    affinity and selector when ``Honor`` (the default), NoSchedule/NoExecute taints when
+    ``Honor`` (default ``Ignore``)."""
+    if c.node_affinity_policy == HONOR and not affinity_matches(task, node.node.labels):
+        return False
+    return c.node_taints_policy != HONOR or all(
+        tolerated(task.task.tolerations, t) for t in node.node.taints if t.effect in DO_NOT_SCHEDULE
+    )
+
+
 class PredicatesPlugin(Plugin):
     name = "predicates"
 
@@ -145,13 +165,35 @@ class PredicatesPlugin(Plugin):
             for node in ssn.node_list
         ]
         self._cordon = Taint(UNSCHEDULABLE_TAINT, "", "NoSchedule")
+        self.pod_filters = PodFilters.open(
+            ssn, "PodAffinity" in filters, "PodTopologySpread" in filters, spread_included
+        )
+        if self.pod_filters is not None:
+            ssn.add("pre_predicate", self.name, self.pod_filters.prefilter)
         ssn.add("predicate", self.name, self.predicate)
+
+    def depends_on_placed_pods(self, task: TaskInfo) -> bool:
+        """Whether this plugin's answer for ``task`` on a node can change when a pod is placed
+        or evicted elsewhere: then no cache may reuse it across tasks of one shape or across
+        placements (inter-pod terms, spread constraints, or others' anti-affinity on it)."""
+        return self.pod_filters is not None and self.pod_filters.depends_on_placed_pods(task)
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> FitFailure | None:
         """Pod count first (Unschedulable: evicting pods can fix it), then the stable filters,
-        each of which fails UnschedulableAndUnresolvable and ends the check."""
+        each of which fails UnschedulableAndUnresolvable and ends the check, then the inter-pod
+        filters. As in Volcano every filter runs until one is unresolvable, so a node is a
+        preemption candidate only if all its failures are resolvable (the first is reported)."""
+        first = None
         if node.pod_capacity <= self.view.pods[node.index]:
-            return FitFailure(UNSCHEDULABLE, TOO_MANY_PODS, self.name)
+            first = FitFailure(UNSCHEDULABLE, TOO_MANY_PODS, self.name)
+        failure = self._node_rules(task, node)
+        if failure is None and self.pod_filters is not None:
+            failure = self.pod_filters.filter(task, node)
+        if failure is not None and (first is None or not failure.resolvable):
+            return failure
+        return first
+
+    def _node_rules(self, task: TaskInfo, node: NodeInfo) -> FitFailure | None:
         spec = task.task
         if (
             self._unschedulable
