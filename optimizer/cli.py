@@ -8,7 +8,6 @@ no traceback, so scripts and people can both act on it.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
@@ -20,7 +19,8 @@ from models.load import load
 
 from . import __version__, compare, show
 from .options import OBJECTIVES, STRATEGIES, OptionError, SolveOptions, parse_weights
-from .plan import FORMATS, read_plan, write_atomic
+from .atomic import write_atomic
+from .plan import FORMATS, read_plan
 from .progress import reporter
 from .solve import ENGINES, solve, solve_both
 from .verify import format_violations, verify
@@ -183,9 +183,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         progress=not args.quiet,
     )
     if args.output and args.output.endswith(".parquet"):
-        tmp = f"{args.output}.tmp"
-        frame.to_parquet(tmp, index=False)
-        os.replace(tmp, args.output)
+        write_atomic(args.output, frame.to_parquet(index=False))
     elif args.output:
         write_atomic(args.output, frame.to_csv(index=False))
     else:

@@ -31,7 +31,7 @@ from models.gpu import HAMI_CORES, HAMI_COUNT, HAMI_MEMORY
 from models.resources import NVIDIA_GPU
 from models.vocabulary import API_VERSION, PREEMPTABLE, REVOCABLE_ZONE, helm_default_scheduler
 
-from .plan import write_atomic
+from .atomic import write_atomic
 
 NOW = "2026-11-30T14:00:00Z"
 """Inside the zone's window: revocable nodes are lendable at this instant."""
