@@ -18,8 +18,8 @@ from models.errors import InputError, Problem
 from models.load import load
 
 from . import __version__, compare, show
-from .options import OBJECTIVES, STRATEGIES, OptionError, SolveOptions, parse_weights
 from .atomic import write_atomic
+from .options import OBJECTIVES, STRATEGIES, OptionError, SolveOptions, parse_weights
 from .plan import FORMATS, read_plan
 from .progress import reporter
 from .solve import ENGINES, solve, solve_both
