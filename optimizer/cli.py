@@ -1,7 +1,8 @@
 """The ``vcopt`` command line.
 
 Exit codes are part of the interface (DESIGN §7): 0 success, 2 bad input or usage, 3 a plan
-that fails verification, 1 anything else. Bad input is reported as one line per problem with
+that fails verification, 130 / 143 stopped by SIGINT / SIGTERM (``interrupts``), 1 anything
+else. Bad input is reported as one line per problem with
 no traceback, so scripts and people can both act on it.
 """
 
@@ -19,9 +20,11 @@ from models.load import load
 
 from . import __version__, compare, show
 from .atomic import write_atomic
+from .interrupts import EXIT_SIGINT, EXIT_SIGTERM, Terminated, sigterm_raises
 from .options import OBJECTIVES, STRATEGIES, OptionError, SolveOptions, parse_weights
-from .plan import FORMATS, read_plan
+from .plan import FORMATS, Plan, read_plan
 from .progress import reporter
+from .result import Status
 from .solve import ENGINES, solve, solve_both
 from .verify import format_violations, verify
 
@@ -63,6 +66,16 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _say_if_interrupted(plan: Plan) -> None:
+    """A stopped search still gives a plan; the user must not mistake it for a full solve."""
+    if plan.solver is not None and plan.solver.status == Status.INTERRUPTED:
+        print(
+            "interrupted: search stopped; this is the best verified plan found so far "
+            "(status INTERRUPTED)",
+            file=sys.stderr,
+        )
+
+
 def _options(args: argparse.Namespace) -> SolveOptions:
     """The solver options of a command; a value no engine can honour is a usage error."""
     try:
@@ -91,6 +104,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         plan = solve(instance, args.engine, options, progress)
     finally:
         progress.close()
+    _say_if_interrupted(plan)
     text = plan.render(args.format, instance)
     if args.plot:
         from . import figures
@@ -125,6 +139,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         greedy, cpsat = solve_both(instance, options, progress)
     finally:
         progress.close()
+    _say_if_interrupted(cpsat)
     if args.csv:
         write_atomic(args.csv, compare.to_csv(instance, greedy, cpsat))
     if args.json:
@@ -341,14 +356,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
-        return func(args)
+        with sigterm_raises():
+            return func(args)
     except InputError as err:
         for problem in err.problems:
             print(f"error: {problem}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return EXIT_ERROR
+        return EXIT_SIGINT
+    except Terminated:
+        print("interrupted", file=sys.stderr)
+        return EXIT_SIGTERM
     except BrokenPipeError:
         return EXIT_OK
     except OSError as err:
