@@ -184,16 +184,17 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from .whatif import load_sweep, sweep
+    from .sweepspec import load_sweep
+    from .whatif import sweep
 
-    instance, variants, settings = load_sweep(args.spec)
+    spec = load_sweep(args.spec)
     frame = sweep(
-        instance,
-        variants,
-        settings["engines"],
-        settings["time_limit"],
-        workers=settings["workers"],
-        seed=settings["seed"],
+        spec.instance,
+        spec.variants,
+        spec.engines,
+        spec.time_limit,
+        workers=spec.workers,
+        seed=spec.seed,
         scheduler_address=args.scheduler,
         progress=not args.quiet,
     )
