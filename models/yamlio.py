@@ -234,8 +234,8 @@ def read_text(path: str | Path) -> str:
     """The file's text, refusing unreadable, binary and oversized files.
 
     A regular file is refused from its size alone; the limit also counts the bytes actually
-    read, so pipes and devices (``/dev/zero``, ``<(kubectl get ...)``) are bounded too; a NUL byte or invalid
-    UTF-8 stops the read at the chunk where it appears."""
+    read, so pipes and devices (``/dev/zero``, ``<(kubectl get ...)``) are bounded too; a NUL
+    byte or invalid UTF-8 stops the read at the chunk where it appears."""
     file = str(path)
     p = Path(path)
     if p.is_dir():

@@ -136,7 +136,8 @@ def test_expanded_node_limit_counts_aliases_expanded(
 )
 def test_documents_are_what_pyyaml_safe_load_builds(text: str) -> None:
     """The event builder resolves scalars as YAML 1.1 does in PyYAML (booleans yes/No/on,
-    octal 017, sexagesimal 1:30, timestamps), shares aliased objects, and leaves merge keys and explicit tags to PyYAML itself."""
+    octal 017, sexagesimal 1:30, timestamps), shares aliased objects, and leaves merge keys
+    and explicit tags to PyYAML itself."""
     expected = [d for d in yaml.load_all(text, Loader=yaml.SafeLoader) if d is not None]
     assert yamlio.load_documents(text, "f.yaml") == expected
 
