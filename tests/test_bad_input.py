@@ -84,6 +84,17 @@ RULES = {
     "running_missing_node",
     "running_index_ge_replicas",
     "min_available_over_replicas",
+    # names as the API server accepts them (models/names.py)
+    "name_node_uppercase",
+    "name_node_leading_dash",
+    "name_node_too_long",
+    "name_node_rtl_override",
+    "name_job_underscore",
+    "name_job_too_long",
+    "name_namespace_slash",
+    "name_queue_zero_width_space",
+    "name_queue_newline",
+    "name_priority_class_capitals",
     # top-level fields and the scheduler configuration
     "bad_now",
     "bad_timezone",
