@@ -95,6 +95,11 @@ RULES = {
     "name_queue_zero_width_space",
     "name_queue_newline",
     "name_priority_class_capitals",
+    # values within the ranges Kubernetes accepts
+    "duration_negative",
+    "priority_class_over_int32",
+    "quantity_out_of_range",
+    "actions_empty",
     # top-level fields and the scheduler configuration
     "bad_now",
     "bad_timezone",

@@ -8,7 +8,7 @@ Field names are spelled as in YAML, so a location can be printed back to the use
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
@@ -16,6 +16,8 @@ from ..queues import DEFAULT_QUEUE
 from ..vocabulary import DEFAULT_NAMESPACE
 
 ResourceList = dict[StrictStr, Any]
+Int32 = Annotated[StrictInt, Field(ge=-(2**31), le=2**31 - 1)]
+"""Priorities: Kubernetes keeps PriorityClass values and pod priorities in an int32."""
 
 
 class _Strict(BaseModel):
@@ -120,7 +122,7 @@ class QueueIn(_Strict):
     name: StrictStr = Field(min_length=1)
     parent: StrictStr = ""
     weight: StrictInt = 1
-    priority: StrictInt = 0
+    priority: Int32 = 0
     deserved: ResourceList = Field(default_factory=dict)
     capability: ResourceList = Field(default_factory=dict)
     guarantee: ResourceList = Field(default_factory=dict)
@@ -134,7 +136,7 @@ class QueueIn(_Strict):
 
 class PriorityClassIn(_Strict):
     name: StrictStr = Field(min_length=1)
-    value: StrictInt
+    value: Int32
     globalDefault: StrictBool = False
     description: StrictStr = ""
     preemptionPolicy: StrictStr = "PreemptLowerPriority"
@@ -159,7 +161,7 @@ class TaskIn(_Strict):
     replicas: StrictInt = Field(default=1, ge=0, le=1_000_000)
     resources: ResourceList = Field(default_factory=dict)
     initResources: ResourceList | None = None
-    priority: StrictInt | None = None
+    priority: Int32 | None = None
     priorityClassName: StrictStr = ""
     preemptionPolicy: StrictStr = "PreemptLowerPriority"
     minAvailable: StrictInt | None = None
@@ -190,7 +192,7 @@ class JobIn(_Strict):
     namespace: StrictStr = DEFAULT_NAMESPACE
     queue: StrictStr = DEFAULT_QUEUE
     priorityClassName: StrictStr = ""
-    priority: StrictInt | None = None
+    priority: Int32 | None = None
     minAvailable: StrictInt | None = None
     minTaskMember: dict[StrictStr, StrictInt] = Field(default_factory=dict)
     minResources: ResourceList | None = None
