@@ -9,6 +9,7 @@ no traceback, so scripts and people can both act on it.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
@@ -152,13 +153,24 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+MAX_LOAD = 10.0
+"""Generated demand at most ten times the GPUs: beyond it the instance only grows pending
+jobs, past what the engines handle, and says nothing more about contention."""
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     from .generate import generate, write_instance
 
-    try:
-        doc = generate(args.shape, args.seed, args.load)
-    except ValueError as err:
-        raise InputError([Problem(str(err), field="generate")]) from None
+    if not (math.isfinite(args.load) and 0 < args.load <= MAX_LOAD):
+        raise InputError(
+            [
+                Problem(
+                    f"must be a number above 0 and at most {MAX_LOAD:g}, got {args.load}",
+                    field="--load",
+                )
+            ]
+        )
+    doc = generate(args.shape, args.seed, args.load)
     if args.output:
         write_instance(doc, args.output)
     else:
@@ -167,14 +179,24 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from .alibaba import import_trace
+    from models.io import from_dict
 
+    from .alibaba import GPU_MEMORY_MIB, import_trace
+    from .trace_input import check_options, check_trace
+
+    check_options(args.arrival, args.nodes_per_shape)
+    check_trace(args.pods, args.nodes, GPU_MEMORY_MIB)
+    doc = import_trace(
+        args.pods, args.nodes, args.seed, args.arrival, nodes_per_shape=args.nodes_per_shape
+    )
+    if not doc["jobs"]:
+        raise InputError([Problem("draws no task at this arrival: raise it", field="--arrival")])
     try:
-        doc = import_trace(
-            args.pods, args.nodes, args.seed, args.arrival, nodes_per_shape=args.nodes_per_shape
-        )
-    except (ValueError, KeyError) as err:
-        raise InputError([Problem(f"not an Alibaba trace file: {err}", file=args.pods)]) from None
+        from_dict(doc, args.pods)
+    except InputError as err:
+        raise InputError(
+            [Problem(f"the imported instance is not valid: {err.problems[0]}", file=args.pods)]
+        ) from None
     text = yaml.safe_dump(doc, sort_keys=False)
     if args.output:
         write_atomic(args.output, text)
