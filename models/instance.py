@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 from .cluster import Node
 from .errors import Diagnostics, Problem, obj_name
 from .gpu import GpuDevice, validate_device
+from .limits import check_limits
 from .names import check_names
 from .queues import ROOT, Queue, QueueTree, children_in_tree, validate_queues
 from .resources import Resources
@@ -131,7 +132,7 @@ def validate_instance(
     are checked here: names as the API server accepts them, references (jobs to queues,
     running pods to tasks, nodes and devices), duplicates, the HyperNode tree, the queue
     webhooks and leaf-only jobs, gang sizes and topology limits, what running pods hold on
-    their GPUs, and the TDM configuration and zones.
+    their GPUs, the TDM configuration and zones, and the work limits of the engines.
 
     A reader that knows more about how objects were written says so: ``written_as`` maps a node
     to the object that wrote it (a ``NodeGroup``), so a problem of the group is reported once;
@@ -149,6 +150,7 @@ def validate_instance(
     _check_jobs(instance, first_nodes, frozenset(unread_gpus), diag)
     _check_queues(instance, diag)
     _check_tdm(instance, written_as or {}, diag)
+    check_limits(instance, diag)
     return diag
 
 
