@@ -280,3 +280,25 @@ def test_documents_that_are_no_instance(
     path = tmp_path / "doc.yaml"
     path.write_text(text, encoding="utf-8")
     assert fragment in _refused(path, capsys)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SECRET_TOKEN=hunter2\nOTHER=1\n",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n"
+        "-----END OPENSSH PRIVATE KEY-----\n",
+        "hunter2\n",
+    ],
+)
+def test_a_file_given_by_mistake_is_not_echoed(
+    text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A .env file or a private key is one YAML string; the message says what the file is,
+    never what it holds."""
+    path = tmp_path / "secret.yaml"
+    path.write_text(text, encoding="utf-8")
+    line = _refused(path, capsys)
+    assert "plain text" in line
+    for secret in ("hunter2", "b3Bl", "BEGIN", "SECRET"):
+        assert secret not in line
