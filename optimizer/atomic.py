@@ -5,7 +5,8 @@ Every output vcopt writes (plans, instances, CSV, JSON, PNG, Parquet) goes throu
 (so the final rename stays on one file system and cannot be raced through a predictable name),
 and the rename replaces a symlink at the target rather than writing through it. The new file
 keeps the mode of the file it replaces, or gets the user's umask, as ``open()`` would have
-given it. A failure names the target the user asked for, never the temporary file.
+given it. A device or pipe (``-o /dev/stdout``) is written in place: nothing can be renamed
+over a stream. A failure names the target the user asked for, never the temporary file.
 """
 
 from __future__ import annotations
@@ -36,10 +37,27 @@ def _mode_for(target: Path) -> int:
     return 0o666 & ~_umask()
 
 
+def _stream(target: Path) -> bool:
+    """Whether ``target`` is (or links to) a device, pipe or socket, such as ``/dev/stdout``:
+    a stream is written in place, since renaming over it would replace the device node."""
+    try:
+        info = target.stat()
+    except OSError:
+        return False
+    return not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode))
+
+
 def write_atomic(path: str | Path, data: str | bytes) -> None:
     """Write ``data`` (text as UTF-8) to ``path`` atomically; OSError names ``path``."""
     target = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
+    if _stream(target):
+        try:
+            with target.open("wb") as handle:
+                handle.write(payload)
+        except OSError as err:
+            raise OSError(err.errno, err.strerror, str(target)) from None
+        return
     try:
         mode = _mode_for(target)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)

@@ -99,3 +99,26 @@ def test_plan_and_png_share_the_umask(tmp_path: Path) -> None:
     finally:
         os.umask(old)
     assert _mode(plan) == _mode(png) == 0o644
+
+
+def test_a_stream_is_written_in_place_not_replaced(tmp_path: Path) -> None:
+    """``-o /dev/stdout`` and FIFOs: renaming over them would replace the device node."""
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    write_atomic(fifo, "plan\n")
+    reader.join(10)
+    assert got == [b"plan\n"]
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]
+
+
+def test_dev_full_reports_the_target(tmp_path: Path) -> None:
+    with pytest.raises(OSError) as caught:
+        write_atomic("/dev/full", "x" * 10_000)
+    assert caught.value.filename == "/dev/full"
+    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
