@@ -237,6 +237,8 @@ def read_text(path: str | Path) -> str:
     read, so pipes and devices (``/dev/zero``, ``<(kubectl get ...)``) are bounded too; a NUL
     byte or invalid UTF-8 stops the read at the chunk where it appears."""
     file = str(path)
+    if not file:
+        raise _refuse('""', "an empty file name")
     p = Path(path)
     if p.is_dir():
         raise _refuse(file, "is a directory, not an input file")
