@@ -2,9 +2,10 @@
 validation, with the number that matters, rather than left to run without end.
 
 The greedy engine, like Volcano's allocate action, scans the nodes for each pod, so its work
-grows with pods × nodes: measured at 15 CPU s for shape L (2,522 pods × 1,280 nodes, 3.2 M
-pairs; docs/BENCHMARKS.md), about 5 µs a pair. CP-SAT's model grows faster still, but it stops
-at its time limit and falls back to the greedy plan, so greedy's scan is what bounds a run.
+grows with pods × nodes: 15 CPU s for shape L (2,522 pods × 1,280 nodes, 3.2 M pairs;
+docs/BENCHMARKS.md), about 5 µs a pair, and 367 s of wall time for XL (45 M pairs). CP-SAT's
+model grows faster still, but it stops at its time limit and falls back to the greedy plan,
+so greedy's scan is what bounds a run.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ MAX_PODS = 200_000
 """Four times the 50,000 pods of the largest snapshot the loader is tuned for."""
 MAX_NODES = 25_000
 """Five times the largest generated cluster (XL, 5,000 nodes)."""
-WARN_PAIRS = 50_000_000
-"""About XL's 8,930 pods × 5,000 nodes: greedy needs minutes from here on."""
+WARN_PAIRS = 20_000_000
+"""Greedy needs minutes from here on: XL (8,930 pods × 5,000 nodes, 45 M pairs) took 367 s of
+wall time under ``nice`` on the shared 2-core machine (``vcopt solve --engine greedy``)."""
 MAX_PAIRS = 1_000_000_000
 """At about 5 µs a pair, more than an hour of greedy scanning: no run would finish."""
 SECONDS_PER_PAIR = 5e-6
