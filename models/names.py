@@ -11,8 +11,8 @@ reports every other rule. Each kind keeps the rule its API enforces:
   qualified-name check (spec/volcano-job.md §4, rule 5).
 
 HyperNode names are checked by ``models.topology`` with its CEL rules; task names by the job
-rules of ``models.workload``. Names are shown back escaped (``\\u200b``, ``\\n``) and cut short,
-so a message never prints control characters or more of the input than the name itself.
+rules of ``models.workload``. Messages show names escaped and cut short
+(:func:`models.errors.shown`).
 """
 
 from __future__ import annotations
@@ -32,13 +32,6 @@ _DNS1123_SUBDOMAIN = re.compile(rf"{_LABEL}(\.{_LABEL})*\Z")
 LABEL_MAX = 63
 SUBDOMAIN_MAX = 253
 JOB_NAME_MAX = 63
-_SHOWN = 80
-
-
-def shown(name: str) -> str:
-    """``name`` safe to print: non-printable and non-ASCII characters escaped, cut short."""
-    text = name if name.isascii() and name.isprintable() else ascii(name)[1:-1]
-    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
 
 def subdomain_problem(name: str, limit: int = SUBDOMAIN_MAX) -> str:
@@ -78,19 +71,19 @@ def check_names(
             continue
         group = written_as.get(node.name)
         if group is None:
-            diag.error(obj_name("Node", shown(node.name)), "name", problem)
+            diag.error(obj_name("Node", node.name), "name", problem)
         elif group not in groups:
             groups.add(group)
             diag.error(group, "namePrefix", f"the node names it makes break the rule: {problem}")
     for queue in instance.queues:
         if problem := subdomain_problem(queue.name):
-            diag.error(obj_name("Queue", shown(queue.name)), "name", problem)
+            diag.error(obj_name("Queue", queue.name), "name", problem)
     for name in instance.priority_classes:
         if problem := subdomain_problem(name):
-            diag.error(obj_name("PriorityClass", shown(name)), "name", problem)
+            diag.error(obj_name("PriorityClass", name), "name", problem)
     namespaces: set[str] = set()
     for job in instance.jobs:
-        obj = obj_name("Job", shown(job.name), shown(job.namespace))
+        obj = obj_name("Job", job.name, job.namespace)
         if problem := subdomain_problem(job.name, JOB_NAME_MAX):
             diag.error(obj, "name", problem)
         if job.namespace not in namespaces and (problem := label_problem(job.namespace)):
