@@ -217,6 +217,10 @@ def sweep(
     """
     from dask.distributed import Client, LocalCluster, as_completed
 
+    from .solve import ENGINES
+
+    if isinstance(engines, str) or not all(e in ENGINES for e in engines):
+        raise ValueError(f"engines must be a list of {', '.join(ENGINES)}, got {engines!r}")
     items = list(variants.items()) if isinstance(variants, Mapping) else list(variants)
     built = [(name, v(instance) if callable(v) else v) for name, v in items]
     if options is None:

@@ -72,3 +72,20 @@ def test_good_sweep_builds_every_variant_before_solving() -> None:
     down = dict(spec.variants)["node-003-down"]
     assert "node-003" not in down.node_by_name
     assert "node-003" in spec.instance.node_by_name
+
+
+def test_sweep_api_refuses_engines_as_a_string_before_dask_starts(monkeypatch) -> None:
+    """``engines="greedy"`` used to be split into the letters g, r, e, … after the Dask
+    cluster had started."""
+    import dask.distributed
+
+    from models.load import load
+    from optimizer import whatif
+
+    def no_cluster(*args: object, **kwargs: object) -> None:
+        raise AssertionError("Dask started")
+
+    monkeypatch.setattr(dask.distributed, "LocalCluster", no_cluster)
+    base = load(DATA / "base.yaml")
+    with pytest.raises(ValueError, match="engines must be a list"):
+        whatif.sweep(base, {"a": base}, "greedy")
