@@ -95,7 +95,9 @@ RULES = {
     "name_queue_zero_width_space",
     "name_queue_newline",
     "name_priority_class_capitals",
+    "duplicate_key",
     # values within the ranges Kubernetes accepts
+    "hypernode_tier_over_int64",
     "duration_negative",
     "priority_class_over_int32",
     "quantity_out_of_range",

@@ -18,6 +18,8 @@ from ..vocabulary import DEFAULT_NAMESPACE
 ResourceList = dict[StrictStr, Any]
 Int32 = Annotated[StrictInt, Field(ge=-(2**31), le=2**31 - 1)]
 """Priorities: Kubernetes keeps PriorityClass values and pod priorities in an int32."""
+Int64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
+"""Integers of a CRD schema without a format, which the API server reads as int64."""
 
 
 class _Strict(BaseModel):
@@ -113,7 +115,7 @@ class MemberIn(_Strict):
 
 class HyperNodeIn(_Strict):
     name: StrictStr = Field(min_length=1)
-    tier: StrictInt
+    tier: Int64
     tierName: StrictStr = ""
     members: list[MemberIn] = Field(default_factory=list)
 
