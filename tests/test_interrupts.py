@@ -45,9 +45,9 @@ def slow_compile(tmp_path_factory: pytest.TempPathFactory) -> Path:
 class _Run:
     """``vcopt solve`` in a subprocess whose stderr lines are collected as they come."""
 
-    def __init__(self, instance: Path, output: Path) -> None:
+    def __init__(self, instance: Path, output: Path, *options: str) -> None:
         cmd = [sys.executable, "-c", "import sys; from optimizer.cli import main; sys.exit(main())"]
-        cmd += ["solve", "--time-limit", "120", "--format", "yaml", "-o", str(output)]
+        cmd += ["solve", "--time-limit", "120", "--format", "yaml", "-o", str(output), *options]
         self.proc = subprocess.Popen(
             [*cmd, str(instance)],
             cwd=ROOT,
@@ -88,9 +88,12 @@ def _old_output(tmp_path: Path) -> Path:
     return output
 
 
-def test_sigint_during_the_search_returns_the_best_plan_so_far(busy: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("strategy", ["auto", "decompose"])
+def test_sigint_during_the_search_returns_the_best_plan_so_far(
+    strategy: str, busy: Path, tmp_path: Path
+) -> None:
     output = _old_output(tmp_path)
-    run = _Run(busy, output)
+    run = _Run(busy, output, "--strategy", strategy)
     run.wait_for("stage ")
     run.proc.send_signal(signal.SIGINT)
     code, err, seconds = run.finish()
@@ -103,6 +106,7 @@ def test_sigint_during_the_search_returns_the_best_plan_so_far(busy: Path, tmp_p
     plan = yaml.safe_load(output.read_text())
     assert plan["kind"] == "Plan"
     assert plan["solver"]["status"] == "INTERRUPTED"
+    assert plan["metadata"]["engine"] == "cpsat"
     assert oct(output.stat().st_mode & 0o777) == oct(0o644)
 
 
