@@ -91,7 +91,9 @@ class SweepIn(_Strict):
     timeLimit: Any = 10.0
     workers: StrictInt = Field(default=1, ge=1, le=MAX_WORKERS)
     seed: StrictInt = Field(default=0, ge=0, le=MAX_SEED)
-    variants: list[VariantIn] = Field(default_factory=lambda: [VariantIn(name="baseline")])
+    variants: list[VariantIn] = Field(
+        default_factory=lambda: [VariantIn(name="baseline")], min_length=1
+    )
 
     @field_validator("timeLimit")
     @classmethod
