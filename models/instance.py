@@ -19,7 +19,6 @@ from .cluster import Node
 from .errors import Diagnostics, Problem, obj_name
 from .gpu import GpuDevice, validate_device
 from .limits import check_limits
-from .names import check_names
 from .queues import ROOT, Queue, QueueTree, children_in_tree, validate_queues
 from .resources import Resources
 from .scheduler_conf import HELM_DEFAULT, SchedulerConf
@@ -129,7 +128,7 @@ def validate_instance(
     rules a modified copy can break, collected rather than raised.
 
     Whichever way an instance is built (either file form, or a what-if variant), these rules
-    are checked here: names as the API server accepts them, references (jobs to queues,
+    are checked here: references (jobs to queues,
     running pods to tasks, nodes and devices), duplicates, the HyperNode tree, the queue
     webhooks and leaf-only jobs, gang sizes and topology limits, what running pods hold on
     their GPUs, the TDM configuration and zones, and the work limits of the engines.
@@ -144,7 +143,6 @@ def validate_instance(
         if node.name in first_nodes:
             diag.error(obj_name("Node", node.name), "name", "duplicate node name")
         first_nodes.setdefault(node.name, node)
-    check_names(instance, diag, written_as)
     labels = {name: node.labels for name, node in first_nodes.items()}
     validate_hypernodes(instance.hypernodes, labels, diag)
     _check_jobs(instance, first_nodes, frozenset(unread_gpus), diag)

@@ -3,7 +3,8 @@
 A name the API server would refuse (``Train_Job``, ``-node``, 300 characters, ``team/a``, a
 newline, a zero-width space) cannot exist in a real cluster, so a snapshot holding one is a
 typing or generation mistake; it is reported on the object's ``name`` field, as the loader
-reports every other rule. Each kind keeps the rule its API enforces:
+reports every other rule. The loader checks names of files (both forms); instances built in
+code (tests, what-if additions) may use any name. Each kind keeps the rule its API enforces:
 
 - Node, Queue, PriorityClass: DNS-1123 subdomain, ≤ 253 characters (cluster-scoped objects);
 - Namespace: DNS-1123 label, ≤ 63 characters;
