@@ -13,6 +13,7 @@ one given its scheduler address, so a large sweep outgrows one machine without c
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -227,8 +228,14 @@ def sweep(
         options = SolveOptions(time_limit=time_limit, workers=workers, seed=seed, quiet=True)
     cluster = None
     if scheduler_address is None:
+        # Worker logs are Dask's, not the user's: an interrupted sweep would otherwise print
+        # the workers' closed-connection tracebacks after ``interrupted``.
         cluster = LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.CRITICAL,
         )
         client = Client(cluster)
     else:
