@@ -304,3 +304,17 @@ def test_a_file_given_by_mistake_is_not_echoed(
     assert "plain text" in line
     for secret in ("hunter2", "b3Bl", "BEGIN", "SECRET"):
         assert secret not in line
+
+
+def test_kubectl_dump_names_are_checked_too(tmp_path: Path) -> None:
+    """The kubectl form goes through the same loader: a Node the API server could not hold is
+    refused there as in the compact form."""
+    text = (DATA / "kube" / "snapshot.yaml").read_text(encoding="utf-8")
+    assert "\n  name: gpu-2\n" in text
+    path = tmp_path / "dump.yaml"
+    path.write_text(text.replace("\n  name: gpu-2\n", "\n  name: GPU_2\n", 1), encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        load(path)
+    names = [p for p in caught.value.problems if p.obj == 'Node "GPU_2"']
+    assert [(p.field, p.file) for p in names] == [("name", str(path))]
+    assert "not a DNS-1123 subdomain" in names[0].message
