@@ -14,20 +14,28 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 
-import yaml
-
-from models.errors import InputError, Problem
-from models.load import load
-
-from . import __version__, compare, show
-from .atomic import write_atomic
 from .interrupts import EXIT_SIGINT, EXIT_SIGTERM, Terminated, sigterm_raises
-from .options import OBJECTIVES, STRATEGIES, OptionError, SolveOptions, parse_weights
-from .plan import FORMATS, Plan, read_plan
-from .progress import reporter
-from .result import Status
-from .solve import ENGINES, solve, solve_both
-from .verify import format_violations, verify
+
+# A second of imports (OR-Tools, pydantic, pandas) runs before main(): a signal then has done
+# nothing yet, so it ends the run as main() would, without a traceback.
+try:
+    with sigterm_raises():
+        import yaml
+
+        from models.errors import InputError, Problem
+        from models.load import load
+
+        from . import __version__, compare, show
+        from .atomic import write_atomic
+        from .options import OBJECTIVES, STRATEGIES, OptionError, SolveOptions, parse_weights
+        from .plan import FORMATS, Plan, read_plan
+        from .progress import reporter
+        from .result import Status
+        from .solve import ENGINES, solve, solve_both
+        from .verify import format_violations, verify
+except (KeyboardInterrupt, Terminated) as stop:
+    print("interrupted", file=sys.stderr)
+    raise SystemExit(EXIT_SIGINT if isinstance(stop, KeyboardInterrupt) else EXIT_SIGTERM) from None
 
 EXIT_OK, EXIT_ERROR, EXIT_INPUT, EXIT_VIOLATIONS = 0, 1, 2, 3
 

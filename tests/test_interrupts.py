@@ -152,3 +152,20 @@ def test_sigint_outside_the_search_stops_at_once(slow_greedy: Path, tmp_path: Pa
     assert seconds < 10
     assert output.read_text() == OLD
     assert sorted(os.listdir(tmp_path)) == ["plan.yaml"]
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_signal_while_the_command_starts(
+    signum: int, code: int, busy: Path, tmp_path: Path
+) -> None:
+    """The first second is spent importing OR-Tools, pydantic and pandas; a signal there ends
+    the run the same way, without a traceback."""
+    output = _old_output(tmp_path)
+    run = _Run(busy, output)
+    time.sleep(0.4)
+    run.proc.send_signal(signum)
+    returncode, err, _ = run.finish()
+    assert returncode == code, err
+    assert err.rstrip().endswith("interrupted")
+    assert "Traceback" not in err
+    assert output.read_text() == OLD
