@@ -31,6 +31,7 @@ from models.instance import Instance
 from models.io.errors import message, path
 from models.io.values import read_datetime
 from models.load import load
+from models.resources import Resources
 from models.yamlio import load_documents, read_text
 
 from . import whatif
@@ -171,6 +172,9 @@ def _steps(v: VariantIn) -> list[tuple[str, Callable[[Instance], Instance]]]:
     if (tdm := v.tdmWindow) is not None:
         steps.append(("tdmWindow", lambda i: whatif.with_tdm_window(i, tdm.zone, tdm.window)))
     if (q := v.queue) is not None:
+        for name in ("deserved", "capability", "guarantee"):
+            if (raw := getattr(q, name)) is not None:
+                steps.append((f"queue.{name}", _resources_checked(raw)))
         steps.append(
             (
                 "queue",
@@ -200,6 +204,17 @@ def _steps(v: VariantIn) -> list[tuple[str, Callable[[Instance], Instance]]]:
             )
         )
     return steps
+
+
+def _resources_checked(raw: Mapping[str, Any]) -> Callable[[Instance], Instance]:
+    """A step that changes nothing and fails on a bad quantity, so that the problem names the
+    resource list it is in rather than the whole ``queue``."""
+
+    def check(instance: Instance) -> Instance:
+        Resources.parse(raw)
+        return instance
+
+    return check
 
 
 def _build(base: Instance, v: VariantIn, file: str) -> Instance:
