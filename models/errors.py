@@ -58,7 +58,17 @@ class Diagnostics:
             raise InputError([p.in_file(file) for p in self.errors])
 
 
+_SHOWN = 80
+
+
+def shown(text: str) -> str:
+    """Input text safe to print in a message: non-printable and non-ASCII characters escaped
+    (a newline or an RTL override cannot forge or reorder lines), and cut short."""
+    safe = text if text.isascii() and text.isprintable() else ascii(text)[1:-1]
+    return safe if len(safe) <= _SHOWN else safe[: _SHOWN - 3] + "..."
+
+
 def obj_name(kind: str, name: str, namespace: str = "") -> str:
     """The way messages name an object: ``HyperNode "spine-1"`` or ``Job "default/llm"``."""
     full = f"{namespace}/{name}" if namespace else name
-    return f'{kind} "{full}"'
+    return f'{kind} "{shown(full)}"'

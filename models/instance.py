@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 from .cluster import Node
 from .errors import Diagnostics, Problem, obj_name
 from .gpu import GpuDevice, validate_device
+from .limits import check_limits
 from .queues import ROOT, Queue, QueueTree, children_in_tree, validate_queues
 from .reach import warn_unplaceable
 from .resources import Resources
@@ -131,9 +132,10 @@ def validate_instance(
     rules a modified copy can break, collected rather than raised.
 
     Whichever way an instance is built (either file form, or a what-if variant), these rules
-    are checked here: references (jobs to queues, running pods to tasks, nodes and devices),
-    duplicates, the HyperNode tree, the queue webhooks and leaf-only jobs, gang sizes and
-    topology limits, what running pods hold on their GPUs, and the TDM configuration and zones.
+    are checked here: references (jobs to queues,
+    running pods to tasks, nodes and devices), duplicates, the HyperNode tree, the queue
+    webhooks and leaf-only jobs, gang sizes and topology limits, what running pods hold on
+    their GPUs, the TDM configuration and zones, and the work limits of the engines.
 
     A reader that knows more about how objects were written says so: ``written_as`` maps a node
     to the object that wrote it (a ``NodeGroup``), so a problem of the group is reported once;
@@ -151,6 +153,7 @@ def validate_instance(
     warn_unplaceable(instance.jobs, instance.nodes, diag)
     _check_queues(instance, diag)
     _check_tdm(instance, written_as or {}, diag)
+    check_limits(instance, diag)
     return diag
 
 

@@ -37,8 +37,27 @@ class QuantityError(ValueError):
     """A value that is not a Kubernetes quantity."""
 
 
+MAX_QUANTITY = 2**63 - 1
+"""The largest value a Kubernetes quantity holds: apimachinery keeps it in an int64."""
+
+
 def parse_quantity(value: object) -> Fraction:
-    """Exact value of a quantity given as a YAML string, int or float."""
+    """Exact value of a quantity given as a YAML string, int or float, within the range of
+    Kubernetes quantities."""
+    number = _parse(value)
+    if abs(number) > MAX_QUANTITY:
+        raise QuantityError(
+            f"{_short(value)} is out of the range of Kubernetes quantities (at most 2^63-1)"
+        )
+    return number
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 30 else text[:27] + "..."
+
+
+def _parse(value: object) -> Fraction:
     if isinstance(value, bool) or value is None:
         raise QuantityError(f"{value!r} is not a quantity")
     if isinstance(value, int):

@@ -199,6 +199,9 @@ def _actions(raw: object, obj: str, path: str, diag: Diagnostics) -> tuple[str, 
     else:
         diag.error(obj, path, "must be a comma-separated string or a list of action names")
         return ()
+    if not names:
+        diag.error(obj, path, "names no action (Volcano refuses a configuration without one)")
+        return ()
     for name in names:
         if name not in KNOWN_ACTIONS:
             if name in OTHER_ACTIONS:

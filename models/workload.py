@@ -22,7 +22,7 @@ from .affinity import (
 )
 from .errors import Diagnostics, obj_name
 from .golang import parse_go_bool
-from .gpu import GpuFilter, GpuRequest
+from .gpu import FULL_CORES, HAMI_CORES, VOLCANO_CORES, GpuFilter, GpuRequest
 from .queues import DEFAULT_QUEUE
 from .resources import EMPTY, Resources
 from .selectors import LabelSelector
@@ -330,6 +330,7 @@ def _validate_tasks(tasks: tuple[Task, ...], obj: str, diag: Diagnostics) -> Non
             if tol.operator not in TOLERATION_OPERATORS:
                 diag.error(obj, f"{field}.tolerations[{j}].operator", "must be Equal or Exists")
         _validate_pod_rules(task, obj, field, diag)
+        _warn_cores_over_100(task, f"{field}.resources", obj, diag)
 
 
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
@@ -354,3 +355,18 @@ def _validate_pod_rules(task: Task, obj: str, field: str, diag: Diagnostics) -> 
         task.preferred_node_affinity, obj, f"{field}.affinity.nodeAffinity.{_PREFERRED}", diag
     )
     validate_spread(task.spread, task.labels, obj, f"{field}.topologySpreadConstraints", diag)
+
+
+def _warn_cores_over_100(task: Task, field: str, obj: str, diag: Diagnostics) -> None:
+    """A GPU-cores request above 100 is admitted, and each scheduler only logs it: HAMi's Fit
+    books 100 (the whole GPU's compute, exclusive), Volcano's filter never fits it on any GPU
+    (hami-gpu.md §3.3 step 8, pitfall 6). A warning, because the pod is valid Kubernetes."""
+    for request in task.gpu:
+        if request.cores <= FULL_CORES:
+            continue
+        if request.flavor == "hami":
+            name, consequence = HAMI_CORES, f"HAMi books {FULL_CORES}, the whole GPU's compute"
+        else:
+            name, consequence = VOLCANO_CORES, "Volcano's vGPU filter never fits it on any GPU"
+        diag.warn(obj, f"{field}.{name}", f"{request.cores} is above {FULL_CORES}: {consequence}")
+        return

@@ -15,6 +15,7 @@ checked the same way and then built by PyYAML's safe loader.
 
 from __future__ import annotations
 
+import codecs
 from pathlib import Path
 
 import yaml
@@ -105,7 +106,7 @@ class _Reader:
             parent = stack[-1]
             parent.size += size
             if self.building:
-                self._add(parent, value)
+                self._add(parent, value, event)
         return docs
 
     def _alias(self, event: yaml.AliasEvent, stack: list[_Open]) -> tuple[int, object]:
@@ -142,7 +143,7 @@ class _Reader:
                 "(alias bomb or far too large an instance)",
             )
 
-    def _add(self, parent: _Open, value: object) -> None:
+    def _add(self, parent: _Open, value: object, event: yaml.Event) -> None:
         container = parent.value
         if isinstance(container, list):
             container.append(value)
@@ -152,6 +153,8 @@ class _Reader:
         elif isinstance(value, dict | list):
             self.building = False
         else:
+            if value in container and _same_key(container, value):
+                raise self._at(event, f"duplicate key {_shown(value)}")
             parent.key = value
             parent.pending_key = True
 
@@ -183,6 +186,39 @@ class _Reader:
         return _refuse(self.file, f"line {mark.line + 1}: {message}" if mark else message)
 
 
+def _same_key(container: dict[object, object], key: object) -> bool:
+    """Whether ``key`` is already a key of ``container`` as YAML sees keys: Python takes
+    ``1`` and ``true`` for one key, YAML does not (looked at only when the dict collides)."""
+    return any(k == key and type(k) is type(key) for k in container)
+
+
+def _shown(key: object) -> str:
+    """A key as messages show it: quoted, and cut short, since it comes from the input."""
+    text = repr(key)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class _UniqueKeyLoader(_Loader):  # type: ignore[misc,valid-type]
+    """PyYAML's safe loader, refusing a key twice in one mapping as the event reader does."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: set[object] = set()
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                duplicate = key in seen
+                seen.add(key)
+            except TypeError:
+                continue
+            if duplicate:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {_shown(key)}", key_node.start_mark
+                )
+        return super().construct_mapping(node, deep)
+
+
 def _yaml_message(err: yaml.YAMLError) -> str:
     mark = getattr(err, "problem_mark", None)
     problem = getattr(err, "problem", None) or str(err)
@@ -191,28 +227,49 @@ def _yaml_message(err: yaml.YAMLError) -> str:
     return str(problem)
 
 
+_CHUNK = 2**20
+
+
 def read_text(path: str | Path) -> str:
-    """The file's text, refusing unreadable, binary and oversized files."""
+    """The file's text, refusing unreadable, binary and oversized files.
+
+    A regular file is refused from its size alone; the limit also counts the bytes actually
+    read, so pipes and devices (``/dev/zero``, ``<(kubectl get ...)``) are bounded too; a NUL
+    byte or invalid UTF-8 stops the read at the chunk where it appears."""
     file = str(path)
+    if not file:
+        raise _refuse('""', "an empty file name")
     p = Path(path)
-    try:
-        size = p.stat().st_size
-    except OSError as err:
-        raise _refuse(file, f"cannot read: {err.strerror}") from None
     if p.is_dir():
-        raise _refuse(file, "is a directory, not an instance file")
+        raise _refuse(file, "is a directory, not an input file")
+    size = p.stat().st_size if p.is_file() else 0
     if size > MAX_BYTES:
         raise _refuse(
             file,
             f"file has {size:,} bytes, more than the limit of {MAX_BYTES:,} bytes "
             f"({MAX_BYTES // 2**20} MiB)",
         )
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    parts: list[str] = []
+    total = 0
     try:
-        return p.read_text(encoding="utf-8")
+        with p.open("rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                total += len(chunk)
+                if total > MAX_BYTES:
+                    raise _refuse(
+                        file,
+                        f"more than the limit of {MAX_BYTES:,} bytes ({MAX_BYTES // 2**20} MiB)",
+                    )
+                parts.append(decoder.decode(chunk))
+                if b"\0" in chunk:
+                    raise _refuse(file, "not a text file (it holds NUL bytes)")
+            parts.append(decoder.decode(b"", final=True))
     except UnicodeDecodeError:
         raise _refuse(file, "not a UTF-8 text file") from None
     except OSError as err:
         raise _refuse(file, f"cannot read: {err.strerror}") from None
+    return "".join(parts)
 
 
 def load_documents(text: str, file: str) -> list[object]:
@@ -221,7 +278,7 @@ def load_documents(text: str, file: str) -> list[object]:
     try:
         docs = reader.read(text)
         if not reader.building:
-            docs = list(yaml.load_all(text, Loader=_Loader))
+            docs = list(yaml.load_all(text, Loader=_UniqueKeyLoader))
     except yaml.YAMLError as err:
         if "maximum nesting depth" in str(getattr(err, "problem", "")):
             # libyaml's scanner looks ahead through flow collections and stops at its own

@@ -1,38 +1,50 @@
 """The ``vcopt`` command line.
 
 Exit codes are part of the interface (DESIGN §7): 0 success, 2 bad input or usage, 3 a plan
-that fails verification, 1 anything else. Bad input is reported as one line per problem with
+that fails verification, 130 / 143 stopped by SIGINT / SIGTERM (``interrupts``), 1 anything
+else. Bad input is reported as one line per problem with
 no traceback, so scripts and people can both act on it.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
+import math
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 
-import yaml
+from .interrupts import EXIT_SIGINT, EXIT_SIGTERM, Terminated, sigterm_raises
 
-from models.errors import InputError, Problem
-from models.instance import Instance
-from models.load import load_inputs
+# A second of imports (OR-Tools, pydantic, pandas) runs before main(): a signal then has done
+# nothing yet, so it ends the run as main() would, without a traceback.
+try:
+    with sigterm_raises():
+        import yaml
 
-from . import __version__, compare, show
-from .disruption import breaches
-from .options import (
-    OBJECTIVES,
-    STRATEGIES,
-    OptionError,
-    SolveOptions,
-    parse_queue_budgets,
-    parse_weights,
-)
-from .plan import FORMATS, Plan, read_plan, write_atomic
-from .progress import reporter
-from .solve import ENGINES, solve, solve_both
-from .verify import format_violations, verify
+        from models.errors import InputError, Problem
+        from models.instance import Instance
+        from models.load import load_inputs
+
+        from . import __version__, compare, show
+        from .atomic import write_atomic
+        from .disruption import breaches
+        from .options import (
+            OBJECTIVES,
+            STRATEGIES,
+            OptionError,
+            SolveOptions,
+            parse_queue_budgets,
+            parse_weights,
+        )
+        from .plan import FORMATS, Plan, read_plan
+        from .progress import reporter
+        from .result import Status
+        from .solve import ENGINES, solve, solve_both
+        from .verify import format_violations, verify
+except (KeyboardInterrupt, Terminated) as stop:
+    print("interrupted", file=sys.stderr)
+    raise SystemExit(EXIT_SIGINT if isinstance(stop, KeyboardInterrupt) else EXIT_SIGTERM) from None
 
 EXIT_OK, EXIT_ERROR, EXIT_INPUT, EXIT_VIOLATIONS = 0, 1, 2, 3
 
@@ -81,6 +93,16 @@ def cmd_show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _say_if_interrupted(plan: Plan) -> None:
+    """A stopped search still gives a plan; the user must not mistake it for a full solve."""
+    if plan.solver is not None and plan.solver.status == Status.INTERRUPTED:
+        print(
+            "interrupted: search stopped; this is the best verified plan found so far "
+            "(status INTERRUPTED)",
+            file=sys.stderr,
+        )
+
+
 def _options(args: argparse.Namespace) -> SolveOptions:
     """The solver options of a command; a value no engine can honour is a usage error."""
     try:
@@ -123,6 +145,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         progress.close()
     if args.engine == "greedy":
         _report_breaches(instance, plan, options, args.quiet)
+    _say_if_interrupted(plan)
     text = plan.render(args.format, instance)
     if args.plot:
         from . import figures
@@ -161,6 +184,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     finally:
         progress.close()
     _report_breaches(instance, greedy, options, args.quiet)
+    _say_if_interrupted(cpsat)
     if args.csv:
         write_atomic(args.csv, compare.to_csv(instance, greedy, cpsat))
     if args.json:
@@ -207,13 +231,24 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+MAX_LOAD = 10.0
+"""Generated demand at most ten times the GPUs: beyond it the instance only grows pending
+jobs, past what the engines handle, and says nothing more about contention."""
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     from .generate import generate, write_instance
 
-    try:
-        doc = generate(args.shape, args.seed, args.load)
-    except ValueError as err:
-        raise InputError([Problem(str(err), field="generate")]) from None
+    if not (math.isfinite(args.load) and 0 < args.load <= MAX_LOAD):
+        raise InputError(
+            [
+                Problem(
+                    f"must be a number above 0 and at most {MAX_LOAD:g}, got {args.load}",
+                    field="--load",
+                )
+            ]
+        )
+    doc = generate(args.shape, args.seed, args.load)
     if args.output:
         write_instance(doc, args.output)
     else:
@@ -222,14 +257,24 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from .alibaba import import_trace
+    from models.io import from_dict
 
+    from .alibaba import GPU_MEMORY_MIB, import_trace
+    from .trace_input import check_options, check_trace
+
+    check_options(args.arrival, args.nodes_per_shape)
+    check_trace(args.pods, args.nodes, GPU_MEMORY_MIB)
+    doc = import_trace(
+        args.pods, args.nodes, args.seed, args.arrival, nodes_per_shape=args.nodes_per_shape
+    )
+    if not doc["jobs"]:
+        raise InputError([Problem("draws no task at this arrival: raise it", field="--arrival")])
     try:
-        doc = import_trace(
-            args.pods, args.nodes, args.seed, args.arrival, nodes_per_shape=args.nodes_per_shape
-        )
-    except (ValueError, KeyError) as err:
-        raise InputError([Problem(f"not an Alibaba trace file: {err}", file=args.pods)]) from None
+        from_dict(doc, args.pods)
+    except InputError as err:
+        raise InputError(
+            [Problem(f"the imported instance is not valid: {err.problems[0]}", file=args.pods)]
+        ) from None
     text = yaml.safe_dump(doc, sort_keys=False)
     if args.output:
         write_atomic(args.output, text)
@@ -239,23 +284,22 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from .whatif import load_sweep, sweep
+    from .sweepspec import load_sweep
+    from .whatif import sweep
 
-    instance, variants, settings = load_sweep(args.spec)
+    spec = load_sweep(args.spec)
     frame = sweep(
-        instance,
-        variants,
-        settings["engines"],
-        settings["time_limit"],
-        workers=settings["workers"],
-        seed=settings["seed"],
+        spec.instance,
+        spec.variants,
+        spec.engines,
+        spec.time_limit,
+        workers=spec.workers,
+        seed=spec.seed,
         scheduler_address=args.scheduler,
         progress=not args.quiet,
     )
     if args.output and args.output.endswith(".parquet"):
-        tmp = f"{args.output}.tmp"
-        frame.to_parquet(tmp, index=False)
-        os.replace(tmp, args.output)
+        write_atomic(args.output, frame.to_parquet(index=False))
     elif args.output:
         write_atomic(args.output, frame.to_csv(index=False))
     else:
@@ -497,14 +541,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     try:
-        return func(args)
+        with sigterm_raises():
+            return func(args)
     except InputError as err:
         for problem in err.problems:
             print(f"error: {problem}", file=sys.stderr)
         return EXIT_INPUT
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
-        return EXIT_ERROR
+        return EXIT_SIGINT
+    except Terminated:
+        print("interrupted", file=sys.stderr)
+        return EXIT_SIGTERM
     except BrokenPipeError:
         return EXIT_OK
     except OSError as err:

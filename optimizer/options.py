@@ -128,6 +128,8 @@ def parse_weights(text: str) -> dict[str, int]:
         name, value = name.strip(), value.strip()
         if not sep or not value.isdigit() or len(value) > 7:
             raise OptionError("--weights", f"expected stage=integer, got {item.strip()!r}")
+        if name in weights:
+            raise OptionError("--weights", f"stage {name!r} is given twice")
         weights[name] = int(value)
     return weights
 

@@ -13,6 +13,7 @@ one given its scheduler address, so a large sweep outgrows one machine without c
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -344,14 +345,24 @@ def sweep(
     """
     from dask.distributed import Client, LocalCluster, as_completed
 
+    from .solve import ENGINES
+
+    if isinstance(engines, str) or not all(e in ENGINES for e in engines):
+        raise ValueError(f"engines must be a list of {', '.join(ENGINES)}, got {engines!r}")
     items = list(variants.items()) if isinstance(variants, Mapping) else list(variants)
     built = [(name, v(instance) if callable(v) else v) for name, v in items]
     if options is None:
         options = SolveOptions(time_limit=time_limit, workers=workers, seed=seed, quiet=True)
     cluster = None
     if scheduler_address is None:
+        # Worker logs are Dask's, not the user's: an interrupted sweep would otherwise print
+        # the workers' closed-connection tracebacks after ``interrupted``.
         cluster = LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=None,
+            silence_logs=logging.CRITICAL,
         )
         client = Client(cluster)
     else:
@@ -380,81 +391,3 @@ def sweep(
     }
     rows.sort(key=lambda r: order[r["variant"], r["engine"]])
     return pd.DataFrame(rows)
-
-
-# -- sweep specification files ---------------------------------------------------------------
-
-_SPEC_KEYS = {"instance", "engines", "timeLimit", "workers", "seed", "variants"}
-_VARIANT_KEYS = {"name", "at", "tdmWindow", "queue", "topologyLimit", "nodes", "jobs", "arguments"}
-
-
-def _variant_from_spec(entry: Mapping[str, Any], where: str) -> Variant:
-    """A variant function from one ``variants[i]`` entry of a sweep file."""
-    unknown = set(entry) - _VARIANT_KEYS
-    if unknown:
-        raise InputError([_problem(where, sorted(unknown)[0], "unknown field")])
-
-    def apply(instance: Instance) -> Instance:
-        if "at" in entry:
-            instance = at(instance, str(entry["at"]))
-        if "tdmWindow" in entry:
-            tdm = entry["tdmWindow"]
-            instance = with_tdm_window(instance, str(tdm["zone"]), str(tdm["window"]))
-        if "queue" in entry:
-            q = dict(entry["queue"])
-            instance = with_queue(
-                instance,
-                str(q.pop("name")),
-                deserved=q.get("deserved"),
-                capability=q.get("capability"),
-                guarantee=q.get("guarantee"),
-                weight=q.get("weight"),
-            )
-        if "topologyLimit" in entry:
-            t = entry["topologyLimit"]
-            instance = with_topology_limit(
-                instance, str(t.get("job", "all")), t.get("tier"), t.get("mode")
-            )
-        if "nodes" in entry:
-            instance = with_nodes(instance, removed=entry["nodes"].get("removed", ()))
-        if "jobs" in entry:
-            instance = with_jobs(instance, removed=entry["jobs"].get("removed", ()))
-        for plugin, args in (entry.get("arguments") or {}).items():
-            instance = with_scheduler_arguments(instance, str(plugin), **dict(args))
-        return instance
-
-    return apply
-
-
-def load_sweep(path: str) -> tuple[Instance, list[tuple[str, Variant]], dict[str, Any]]:
-    """Read a sweep file: the base instance, the variants and the solve settings."""
-    from pathlib import Path
-
-    from models.load import load
-    from models.yamlio import load_documents, read_text
-
-    docs = load_documents(read_text(path), path)
-    if len(docs) != 1 or not isinstance(docs[0], Mapping):
-        raise InputError([Problem("expected one mapping with instance and variants", file=path)])
-    spec = docs[0]
-    problems = [Problem("unknown field", "", k, path) for k in spec if k not in _SPEC_KEYS]
-    if "instance" not in spec:
-        problems.append(Problem("required: the instance file", "", "instance", path))
-    if problems:
-        raise InputError(problems)
-    base = Path(path).parent / str(spec["instance"])
-    instance = load(base if base.exists() else str(spec["instance"]))
-    variants = []
-    for i, entry in enumerate(spec.get("variants") or [{"name": "baseline"}]):
-        if not isinstance(entry, Mapping) or not entry.get("name"):
-            raise InputError([Problem("each variant needs a name", "", f"variants[{i}]", path)])
-        variants.append(
-            (str(entry["name"]), _variant_from_spec(entry, f'variant "{entry["name"]}"'))
-        )
-    settings = {
-        "engines": tuple(spec.get("engines", ("greedy", "cpsat"))),
-        "time_limit": float(spec.get("timeLimit", 10)),
-        "workers": int(spec.get("workers", 1)),
-        "seed": int(spec.get("seed", 0)),
-    }
-    return instance, variants, settings

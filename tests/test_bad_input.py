@@ -84,6 +84,24 @@ RULES = {
     "running_missing_node",
     "running_index_ge_replicas",
     "min_available_over_replicas",
+    # names as the API server accepts them (models/names.py)
+    "name_node_uppercase",
+    "name_node_leading_dash",
+    "name_node_too_long",
+    "name_node_rtl_override",
+    "name_job_underscore",
+    "name_job_too_long",
+    "name_namespace_slash",
+    "name_queue_zero_width_space",
+    "name_queue_newline",
+    "name_priority_class_capitals",
+    "duplicate_key",
+    # values within the ranges Kubernetes accepts
+    "hypernode_tier_over_int64",
+    "duration_negative",
+    "priority_class_over_int32",
+    "quantity_out_of_range",
+    "actions_empty",
     # top-level fields and the scheduler configuration
     "bad_now",
     "bad_timezone",
@@ -285,3 +303,39 @@ def test_documents_that_are_no_instance(
     path = tmp_path / "doc.yaml"
     path.write_text(text, encoding="utf-8")
     assert fragment in _refused(path, capsys)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SECRET_TOKEN=hunter2\nOTHER=1\n",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA\n"
+        "-----END OPENSSH PRIVATE KEY-----\n",
+        "hunter2\n",
+    ],
+)
+def test_a_file_given_by_mistake_is_not_echoed(
+    text: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A .env file or a private key is one YAML string; the message says what the file is,
+    never what it holds."""
+    path = tmp_path / "secret.yaml"
+    path.write_text(text, encoding="utf-8")
+    line = _refused(path, capsys)
+    assert "plain text" in line
+    for secret in ("hunter2", "b3Bl", "BEGIN", "SECRET"):
+        assert secret not in line
+
+
+def test_kubectl_dump_names_are_checked_too(tmp_path: Path) -> None:
+    """The kubectl form goes through the same loader: a Node the API server could not hold is
+    refused there as in the compact form."""
+    text = (DATA / "kube" / "snapshot.yaml").read_text(encoding="utf-8")
+    assert "\n  name: gpu-2\n" in text
+    path = tmp_path / "dump.yaml"
+    path.write_text(text.replace("\n  name: gpu-2\n", "\n  name: GPU_2\n", 1), encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        load(path)
+    names = [p for p in caught.value.problems if p.obj == 'Node "GPU_2"']
+    assert [(p.field, p.file) for p in names] == [("name", str(path))]
+    assert "not a DNS-1123 subdomain" in names[0].message

@@ -131,16 +131,38 @@ def test_expanded_node_limit_counts_aliases_expanded(
         "---\n---\nx: 1\n---\n- 2\n",
         "merged:\n  <<: {x: 1}\n  y: 2\n",
         "tagged: !!str 5\nset: !!set {a, b}\nbin: !!binary aGk=\n",
-        "a: 1\na: 2\n",
         "empty:\nlist: []\nmap: {}\n",
     ],
 )
 def test_documents_are_what_pyyaml_safe_load_builds(text: str) -> None:
     """The event builder resolves scalars as YAML 1.1 does in PyYAML (booleans yes/No/on,
-    octal 017, sexagesimal 1:30, timestamps), shares aliased objects, keeps the last of
-    duplicate keys, and leaves merge keys and explicit tags to PyYAML itself."""
+    octal 017, sexagesimal 1:30, timestamps), shares aliased objects, and leaves merge keys
+    and explicit tags to PyYAML itself."""
     expected = [d for d in yaml.load_all(text, Loader=yaml.SafeLoader) if d is not None]
     assert yamlio.load_documents(text, "f.yaml") == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("a: 1\na: 2\n", 2),
+        ("nodes: []\njobs: []\nnodes: [{name: x}]\n", 3),
+        ("a: {k: 1, 'k': 2}\n", 1),
+        ("bin: !!binary aGk=\nd: 1\nd: 2\n", 3),
+        ("x: 0\n" * 100_000, 2),
+    ],
+)
+def test_duplicate_keys_are_refused_at_their_line(text: str, line: int) -> None:
+    """Kubernetes' decoder refuses a key given twice; PyYAML would keep the last one, so a
+    second ``nodes:`` silently replaced the first. ``k`` and ``'k'`` are the same key; a tagged
+    document takes PyYAML's path and is checked the same way; 100,000 copies stop at the
+    first repeat."""
+    with pytest.raises(InputError) as caught:
+        yamlio.load_documents(text, "f.yaml")
+    [problem] = caught.value.problems
+    assert problem.file == "f.yaml"
+    assert f"line {line}" in problem.message
+    assert "duplicate key" in problem.message
 
 
 def test_aliases_share_one_object() -> None:
@@ -336,3 +358,35 @@ def test_shape_errors_inside_a_pasted_cr_name_the_path_as_written() -> None:
         )
     [problem] = caught.value.problems
     assert (problem.obj, problem.field) == ('HyperNode "rack-1"', "spec.tierz")
+
+
+def test_device_without_end_is_refused_not_read_forever() -> None:
+    """``stat()`` gives /dev/zero a size of 0; the read itself is what must stop."""
+    with pytest.raises(InputError) as caught:
+        yamlio.read_text("/dev/zero")
+    [problem] = caught.value.problems
+    assert problem.file == "/dev/zero"
+    assert "NUL bytes" in problem.message
+
+
+def test_pipe_is_bounded_by_the_bytes_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A FIFO has no size to check beforehand; the limit counts what comes through it."""
+    import os
+    import threading
+
+    monkeypatch.setattr(yamlio, "MAX_BYTES", 1000)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        try:
+            with fifo.open("w") as out:
+                out.write("a: b\n" * 10_000)
+        except BrokenPipeError:
+            pass
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    with pytest.raises(InputError, match="more than the limit of 1,000 bytes"):
+        yamlio.read_text(fifo)
+    writer.join(10)

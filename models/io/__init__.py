@@ -211,8 +211,10 @@ def _is_compact(doc: Mapping[str, Any]) -> bool:
 
 
 def _type_name(value: object) -> str:
+    """What the document is, never what it says: a file given by mistake (a key, a .env
+    file) would otherwise have its first line printed on the terminal and in CI logs."""
     if isinstance(value, str):
-        return f"the text {value[:40]!r}"
+        return f"plain text ({len(value):,} characters), not YAML objects"
     if isinstance(value, list):
         return "a list"
-    return f"the value {value!r}"
+    return f"a single {type(value).__name__} value"

@@ -30,6 +30,7 @@ from ..gpu import (
     validate_device,
 )
 from ..instance import Instance, validate_instance
+from ..names import check_names
 from ..queues import DEFAULT_QUEUE, Queue
 from ..scheduler_conf import parse_scheduler_conf
 from ..selectors import LabelRequirement, LabelSelector
@@ -72,6 +73,7 @@ def from_dict(
     )
     builder = _Builder(model, diag, groups_first, name)
     instance = builder.build(file)
+    check_names(instance, diag, builder.written_as)
     checked = validate_instance(
         instance, written_as=builder.written_as, unread_gpus=builder.unread_gpus
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
@@ -122,6 +122,9 @@ class JobReader:
                 duration = parse_go_duration(raw.duration)
             except ValueError as err:
                 self.diag.error(obj, "duration", str(err))
+            if duration is not None and duration < timedelta(0):
+                self.diag.error(obj, "duration", f"must not be negative, got {raw.duration!r}")
+                duration = None
         return Job(
             name=raw.name,
             namespace=raw.namespace,

@@ -8,7 +8,7 @@ Field names are spelled as in YAML, so a location can be printed back to the use
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
@@ -16,6 +16,10 @@ from ..queues import DEFAULT_QUEUE
 from ..vocabulary import DEFAULT_NAMESPACE
 
 ResourceList = dict[StrictStr, Any]
+Int32 = Annotated[StrictInt, Field(ge=-(2**31), le=2**31 - 1)]
+"""Priorities: Kubernetes keeps PriorityClass values and pod priorities in an int32."""
+Int64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
+"""Integers of a CRD schema without a format, which the API server reads as int64."""
 
 
 class _Strict(BaseModel):
@@ -158,7 +162,7 @@ class MemberIn(_Strict):
 
 class HyperNodeIn(_Strict):
     name: StrictStr = Field(min_length=1)
-    tier: StrictInt
+    tier: Int64
     tierName: StrictStr = ""
     members: list[MemberIn] = Field(default_factory=list)
 
@@ -167,7 +171,7 @@ class QueueIn(_Strict):
     name: StrictStr = Field(min_length=1)
     parent: StrictStr = ""
     weight: StrictInt = 1
-    priority: StrictInt = 0
+    priority: Int32 = 0
     deserved: ResourceList = Field(default_factory=dict)
     capability: ResourceList = Field(default_factory=dict)
     guarantee: ResourceList = Field(default_factory=dict)
@@ -186,7 +190,7 @@ class NamespaceIn(_Strict):
 
 class PriorityClassIn(_Strict):
     name: StrictStr = Field(min_length=1)
-    value: StrictInt
+    value: Int32
     globalDefault: StrictBool = False
     description: StrictStr = ""
     preemptionPolicy: StrictStr = "PreemptLowerPriority"
@@ -211,7 +215,7 @@ class TaskIn(_Strict):
     replicas: StrictInt = Field(default=1, ge=0, le=1_000_000)
     resources: ResourceList = Field(default_factory=dict)
     initResources: ResourceList | None = None
-    priority: StrictInt | None = None
+    priority: Int32 | None = None
     priorityClassName: StrictStr = ""
     preemptionPolicy: StrictStr = "PreemptLowerPriority"
     minAvailable: StrictInt | None = None
@@ -243,7 +247,7 @@ class JobIn(_Strict):
     namespace: StrictStr = DEFAULT_NAMESPACE
     queue: StrictStr = DEFAULT_QUEUE
     priorityClassName: StrictStr = ""
-    priority: StrictInt | None = None
+    priority: Int32 | None = None
     minAvailable: StrictInt | None = None
     minTaskMember: dict[StrictStr, StrictInt] = Field(default_factory=dict)
     minResources: ResourceList | None = None

@@ -338,7 +338,7 @@ class _Solve:
             classes=result.classes,
             message=self.message(result.notes),
         )
-        return result.plan.replace(solver=info)
+        return result.plan.replace(engine="cpsat", solver=info)
 
     def message(self, notes: list[str]) -> str:
         if self.capped:

@@ -7,7 +7,8 @@ with greedy and spending what is left of the budget are ``engine.py``'s part.
 
 The search runs on a worker thread while the main thread waits: Python only runs signal
 handlers on the main thread, so this is what lets Ctrl-C stop CP-SAT within a fraction of a
-second (the best solution so far is kept; a second Ctrl-C aborts).
+second (the best solution so far is kept; a second Ctrl-C aborts). CP-SAT's own SIGINT
+handler is off (``params``).
 """
 
 from __future__ import annotations
@@ -235,20 +236,34 @@ def _run(
     solver: cp_model.CpSolver, model: cp_model.CpModel, callback: _Callback
 ) -> tuple[int, bool]:
     """Solve on a worker thread; a KeyboardInterrupt on the main thread stops the search and
-    is reported as ``interrupted`` (a second one, while stopping, propagates)."""
+    is reported as ``interrupted``. Anything else that ends the wait (a second Ctrl-C while
+    stopping, SIGTERM) stops the search too and propagates; the thread is not a daemon, so
+    the interpreter never exits while CP-SAT still runs.
+
+    The wait is on an event, not ``Thread.join``: an exception raised inside ``join`` can
+    leave the thread marked finished while it still runs (CPython issue 21822)."""
     outcome: list[int] = []
-    thread = threading.Thread(
-        target=lambda: outcome.append(solver.solve(model, callback)), daemon=True
-    )
-    thread.start()
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            outcome.append(solver.solve(model, callback))
+        finally:
+            done.set()
+
+    threading.Thread(target=work, name="cp-sat search").start()
     interrupted = False
     try:
-        while thread.is_alive():
-            thread.join(0.1)
+        while not done.wait(0.1):
+            pass
     except KeyboardInterrupt:
         interrupted = True
         solver.stop_search()
-        thread.join()
+        while not done.wait(0.1):
+            pass
+    except BaseException:
+        solver.stop_search()
+        raise
     return (outcome[0] if outcome else cp_model.UNKNOWN), interrupted
 
 

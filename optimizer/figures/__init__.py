@@ -9,8 +9,6 @@ the display backend and no global figure state is left behind; PNG rendering is 
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +17,7 @@ from matplotlib.figure import Figure
 
 from models.instance import Instance
 
+from ..atomic import write_atomic
 from ..plan import Plan
 from .placement import (
     Palette,
@@ -161,21 +160,6 @@ def png_bytes(fig: Figure) -> bytes:
 
 
 def write_png(fig: Figure, path: str | Path) -> None:
-    """Render ``fig`` as PNG and replace ``path`` atomically (never through a symlink), so a
-    reader never sees half an image and a failed render leaves the old file."""
-    data = png_bytes(fig)
-    target = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    except OSError as err:
-        raise OSError(err.errno, err.strerror, str(target)) from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, target)
-    except OSError as err:
-        Path(tmp).unlink(missing_ok=True)
-        raise OSError(err.errno, err.strerror, str(target)) from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Render ``fig`` as PNG and write it like every other output: a failed render leaves
+    the old file."""
+    write_atomic(path, png_bytes(fig))

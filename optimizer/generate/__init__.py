@@ -29,7 +29,7 @@ import yaml
 from models.gpu import HAMI_CORES, HAMI_COUNT
 from models.vocabulary import API_VERSION
 
-from ..plan import write_atomic
+from ..atomic import write_atomic
 from .cluster import build_cluster, hypernodes, node_groups
 from .mix import Mix, pending_jobs, queue_tree, running_jobs
 from .params import CENTI, NOW, PRIORITY_CLASSES, RUNNING_SHARE, SCHEDULER

@@ -1,8 +1,7 @@
 """Plans: what an engine decides, read, written and rendered.
 
-``records`` holds the plan and its entries, ``read`` reads plan files, ``write`` writes plan
-documents and every output file (atomically), ``render`` turns a plan into a table, CSV, a
-DataFrame or HAMi annotations.
+``records`` holds the plan and its entries, ``read`` reads plan files, ``write`` builds plan
+documents, ``render`` turns a plan into a table, CSV, a DataFrame or HAMi annotations.
 """
 
 from .read import derive_job_statuses, plan_from_dict, read_plan
@@ -20,7 +19,6 @@ from .records import (
     SolverInfo,
 )
 from .render import FORMATS, plan_table
-from .write import write_atomic
 
 __all__ = [
     "ADMITTED",
@@ -39,5 +37,4 @@ __all__ = [
     "plan_from_dict",
     "plan_table",
     "read_plan",
-    "write_atomic",
 ]

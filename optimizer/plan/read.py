@@ -73,10 +73,11 @@ def plan_from_dict(doc: Mapping[str, Any], instance: Instance, file: str = "<pla
             bad("", str(key), "unknown field")
     if "placements" not in doc:
         bad("", "placements", "required field is missing")
-    meta = doc.get("metadata") or {}
-    if not isinstance(meta, Mapping):
-        bad("", "metadata", "expected a mapping")
-        meta = {}
+    meta = _read_metadata(doc.get("metadata"), instance, bad)
+    metrics = doc.get("metrics")
+    if metrics is not None and not isinstance(metrics, Mapping):
+        bad("", "metrics", "expected a mapping of metric names to values")
+        metrics = None
     placements = tuple(_read_placements(doc.get("placements"), instance, bad))
     evictions = tuple(
         Eviction(str(e["pod"]), str(e["node"]), str(e.get("reason", "")))
@@ -97,18 +98,45 @@ def plan_from_dict(doc: Mapping[str, Any], instance: Instance, file: str = "<pla
     plan = Plan(
         instance=str(meta.get("instance", instance.name)),
         engine=str(meta.get("engine", "manual")),
-        seed=int(meta.get("seed", 0)) if str(meta.get("seed", 0)).lstrip("-").isdigit() else 0,
+        seed=meta.get("seed", 0),
         placements=placements,
         evictions=evictions,
         pipelined=pipelined,
         jobs=jobs,
         solver=solver,
-        metrics=dict(doc.get("metrics") or {}),
+        metrics=dict(metrics or {}),
         version=str(meta.get("vcoptVersion", __version__)),
     )
     if not plan.jobs:
         plan = plan.replace(jobs=derive_job_statuses(instance, plan))
     return plan
+
+
+def _read_metadata(raw: object, instance: Instance, bad: Report) -> Mapping[str, Any]:
+    """The plan's metadata; a plan made for another instance is refused, since verifying it
+    against this one would report violations that are only a mix-up of files."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        bad("", "metadata", "expected a mapping")
+        return {}
+    for key in raw:
+        if key not in ("instance", "engine", "seed", "vcoptVersion"):
+            bad("", f"metadata.{key}", "unknown field")
+    for key in ("instance", "engine", "vcoptVersion"):
+        if key in raw and not isinstance(raw[key], str):
+            bad("", f"metadata.{key}", "expected a string")
+    seed = raw.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        bad("", "metadata.seed", "expected an integer")
+    name = raw.get("instance")
+    if isinstance(name, str) and name != instance.name:
+        bad(
+            "",
+            "metadata.instance",
+            f"the plan is for instance {name!r}, not for {instance.name!r}",
+        )
+    return raw
 
 
 def derive_job_statuses(instance: Instance, plan: Plan) -> tuple[JobDecision, ...]:
@@ -275,6 +303,55 @@ def _read_solver(raw: object, bad: Report) -> SolverInfo | None:
         "fallback": "fallback",
         "message": "message",
     }
+    ok = True
+    for key, value in raw.items():
+        kind = _SOLVER_TYPES.get(str(key))
+        if kind is None:
+            bad("", f"solver.{key}", "unknown field")
+            ok = False
+        elif not _is(value, kind):
+            bad("", f"solver.{key}", f"expected {_KIND_NAMES[kind]}")
+            ok = False
+    stages = raw.get("stages")
+    if isinstance(stages, Mapping) and not all(_is(v, "number") for v in stages.values()):
+        bad("", "solver.stages", "expected a mapping of stage names to numbers")
+        ok = False
+    if not ok:
+        return None
     kwargs = {names[k]: v for k, v in raw.items() if k in names}
     kwargs["status"] = Status.parse(str(kwargs["status"]))
     return SolverInfo(**kwargs)
+
+
+_SOLVER_TYPES = {
+    "status": "string",
+    "wallSeconds": "number",
+    "objective": "number",
+    "bound": "number",
+    "gap": "number",
+    "workers": "integer",
+    "stages": "mapping",
+    "variables": "integer",
+    "constraints": "integer",
+    "classes": "integer",
+    "fallback": "string",
+    "message": "string",
+}
+_KIND_NAMES = {
+    "string": "a string",
+    "number": "a number",
+    "integer": "an integer",
+    "mapping": "a mapping",
+}
+
+
+def _is(value: object, kind: str) -> bool:
+    if isinstance(value, bool):
+        return False
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "integer":
+        return isinstance(value, int)
+    if kind == "number":
+        return isinstance(value, int | float)
+    return isinstance(value, Mapping)

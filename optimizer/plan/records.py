@@ -19,6 +19,7 @@ from models.instance import Instance
 from models.workload import DeviceShare
 
 from .. import __version__
+from ..atomic import write_atomic
 from ..result import Status
 from . import render as rendering
 from . import write as writing
@@ -164,4 +165,4 @@ class Plan:
 
     def write(self, path: str | Path, fmt: str, instance: Instance) -> None:
         """Write atomically: a reader never sees a half-written plan."""
-        writing.write_atomic(path, rendering.render(self, fmt, instance))
+        write_atomic(path, rendering.render(self, fmt, instance))

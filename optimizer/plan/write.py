@@ -1,17 +1,11 @@
-"""Writing plans: the plan document (DESIGN §4) as YAML or JSON, and files written atomically.
-
-Every output vcopt writes goes through :func:`write_atomic`, so that a reader never sees a
-half-written file and a symlink at the target is replaced, never written through.
-"""
+"""Writing plans: the plan document (DESIGN §4) as YAML or JSON (files are written by
+:func:`optimizer.atomic.write_atomic`)."""
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -54,21 +48,6 @@ def plan_yaml(plan: Plan) -> str:
 
 def plan_json(plan: Plan) -> str:
     return json.dumps(plan_document(plan), indent=2, ensure_ascii=False) + "\n"
-
-
-def write_atomic(path: str | Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, then rename it over ``path``: the
-    rename is atomic, so a reader sees the old file or the new one, and a symlink at ``path``
-    is replaced rather than followed."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _placement_dict(p: Placement) -> dict[str, Any]:

@@ -159,11 +159,11 @@ def hierarchy_for_order() -> Session:
     b1 .9, B 1.8/4 = .45."""
     return make(
         [
-            q("A", deserved={"cpu": "4"}),
-            q("a1", "A", deserved={"cpu": "2"}),
-            q("a2", "A", deserved={"cpu": "2"}),
-            q("B", deserved={"cpu": "4"}),
-            q("b1", "B", deserved={"cpu": "2"}),
+            q("qa", deserved={"cpu": "4"}),
+            q("a1", "qa", deserved={"cpu": "2"}),
+            q("a2", "qa", deserved={"cpu": "2"}),
+            q("qb", deserved={"cpu": "4"}),
+            q("b1", "qb", deserved={"cpu": "2"}),
         ],
         [
             job("j1", "a1", {"cpu": "500m"}, running=1),
@@ -179,9 +179,9 @@ def test_hierarchical_queue_order_leaf_before_non_leaf_and_non_leaves_by_share()
     at .45); two non-leaves compare their own shares (B .45 before A .875)."""
     ssn = hierarchy_for_order()
     attrs = capacity(ssn).attrs
-    assert attrs["A"].share == pytest.approx(0.875)
-    assert attrs["B"].share == pytest.approx(0.45)
-    a2, big_a, big_b = queue(ssn, "a2"), queue(ssn, "A"), queue(ssn, "B")
+    assert attrs["qa"].share == pytest.approx(0.875)
+    assert attrs["qb"].share == pytest.approx(0.45)
+    a2, big_a, big_b = queue(ssn, "a2"), queue(ssn, "qa"), queue(ssn, "qb")
     assert ssn.queue_order(a2, big_b) and not ssn.queue_order(big_b, a2)
     assert ssn.queue_order(big_b, big_a) and not ssn.queue_order(big_a, big_b)
 
@@ -252,13 +252,13 @@ def test_flat_mode_ignores_ancestors() -> None:
 def test_hierarchical_allocatable_rejects_non_leaf_and_closed() -> None:
     """§5.4 Allocatable: false when the queue is not Open, or (hierarchical) not a leaf."""
     ssn = make(
-        [q("P"), q("L", "P"), q("C", "P", state="Closed")],
-        [job("j", "L", {"cpu": "1"}), job("k", "C", {"cpu": "1"})],
+        [q("qp"), q("ql", "qp"), q("qc", "qp", state="Closed")],
+        [job("j", "ql", {"cpu": "1"}), job("k", "qc", {"cpu": "1"})],
         hierarchy=True,
     )
-    assert ssn.allocatable(queue(ssn, "L"), task(ssn, "j"))
-    assert not ssn.allocatable(queue(ssn, "P"), task(ssn, "j"))
-    assert not ssn.allocatable(queue(ssn, "C"), task(ssn, "k"))
+    assert ssn.allocatable(queue(ssn, "ql"), task(ssn, "j"))
+    assert not ssn.allocatable(queue(ssn, "qp"), task(ssn, "j"))
+    assert not ssn.allocatable(queue(ssn, "qc"), task(ssn, "k"))
 
 
 def test_enqueueable_counts_inqueue_and_elastic() -> None:
@@ -299,11 +299,16 @@ def test_hierarchical_enqueued_counts_at_every_ancestor() -> None:
     4 + 4 = 8 > 6 at P → Reject, although its own leaf L2 is still empty. A job in a Closed leaf
     is rejected even without minResources (the state check comes first)."""
     ssn = make(
-        [q("P", capability={"cpu": "6"}), q("L1", "P"), q("L2", "P"), q("C", "P", state="Closed")],
         [
-            job("j1", "L1", {"cpu": "4"}, minResources={"cpu": "4"}),
-            job("j2", "L2", {"cpu": "4"}, minResources={"cpu": "4"}),
-            job("jc", "C", {"cpu": "1"}),
+            q("qp", capability={"cpu": "6"}),
+            q("ql1", "qp"),
+            q("ql2", "qp"),
+            q("qc", "qp", state="Closed"),
+        ],
+        [
+            job("j1", "ql1", {"cpu": "4"}, minResources={"cpu": "4"}),
+            job("j2", "ql2", {"cpu": "4"}, minResources={"cpu": "4"}),
+            job("jc", "qc", {"cpu": "1"}),
         ],
         hierarchy=True,
     )
@@ -311,7 +316,7 @@ def test_hierarchical_enqueued_counts_at_every_ancestor() -> None:
     j1, j2 = ssn.jobs["default/j1"], ssn.jobs["default/j2"]
     assert ssn.job_enqueueable(j2)
     ssn.job_enqueued(j1)
-    assert [attrs[n].inqueue.get("cpu") for n in ("L1", "P", "L2")] == [4000, 4000, 0]
+    assert [attrs[n].inqueue.get("cpu") for n in ("ql1", "qp", "ql2")] == [4000, 4000, 0]
     assert not ssn.job_enqueueable(j2)
     assert capacity(ssn).job_enqueueable(ssn.jobs["default/jc"]) == REJECT
 
@@ -324,19 +329,19 @@ def test_hierarchical_events_update_only_the_leaf_share() -> None:
     leaf's share is recomputed. L (deserved 2) goes to 1/2 = .5; P's allocated becomes 1 but
     its share stays at the session-open 0. Undoing the allocation (deallocate) reverses it."""
     ssn = make(
-        [q("P", deserved={"cpu": "4"}), q("L", "P", deserved={"cpu": "2"})],
-        [job("j", "L", {"cpu": "1"})],
+        [q("qp", deserved={"cpu": "4"}), q("ql", "qp", deserved={"cpu": "2"})],
+        [job("j", "ql", {"cpu": "1"})],
         hierarchy=True,
     )
     attrs = capacity(ssn).attrs
     cpu = ssn.dims.index["cpu"]
     op = ssn.allocate(task(ssn, "j"), ssn.nodes["n1"], None)
-    assert (attrs["L"].allocated[cpu], attrs["L"].share) == (1000, 0.5)
-    assert (attrs["P"].allocated[cpu], attrs["P"].share) == (1000, 0.0)
+    assert (attrs["ql"].allocated[cpu], attrs["ql"].share) == (1000, 0.5)
+    assert (attrs["qp"].allocated[cpu], attrs["qp"].share) == (1000, 0.0)
     assert attrs["root"].allocated[cpu] == 1000
     ssn.undo(op)
-    assert (attrs["L"].allocated[cpu], attrs["L"].share) == (0, 0.0)
-    assert attrs["P"].allocated[cpu] == 0
+    assert (attrs["ql"].allocated[cpu], attrs["ql"].share) == (0, 0.0)
+    assert attrs["qp"].allocated[cpu] == 0
 
 
 def test_flat_events_update_share() -> None:
@@ -357,18 +362,18 @@ def test_job_in_non_leaf_queue_disables_capacity() -> None:
     returns Reject, and no queue order is registered. The same instance with the job in the leaf
     has the queue order."""
     good = build(
-        [q("P", deserved={"cpu": "4"}), q("L", "P", deserved={"cpu": "2"}), q("M", "P")],
-        [job("j", "L", {"cpu": "1"}), job("k", "M", {"cpu": "1"}, running=1)],
+        [q("qp", deserved={"cpu": "4"}), q("ql", "qp", deserved={"cpu": "2"}), q("qm", "qp")],
+        [job("j", "ql", {"cpu": "1"}), job("k", "qm", {"cpu": "1"}, running=1)],
         hierarchy=True,
     )
     assert session(good).has_hook("queue_order")
-    moved = tuple(replace(j, queue="P") if j.name == "k" else j for j in good.jobs)
+    moved = tuple(replace(j, queue="qp") if j.name == "k" else j for j in good.jobs)
     ssn = session(good.replace(jobs=moved))
     plugin = capacity(ssn)
     assert not plugin.ready
     assert not ssn.has_hook("queue_order")
-    assert not ssn.allocatable(queue(ssn, "L"), task(ssn, "j"))
-    assert "non-leaf queue P" in (plugin.quota_reason(queue(ssn, "L"), task(ssn, "j")) or "")
+    assert not ssn.allocatable(queue(ssn, "ql"), task(ssn, "j"))
+    assert "non-leaf queue qp" in (plugin.quota_reason(queue(ssn, "ql"), task(ssn, "j")) or "")
     assert plugin.job_enqueueable(ssn.jobs["default/j"]) == REJECT
     assert plugin.reclaimable(task(ssn, "j"), [task(ssn, "k")]) == ([], REJECT)
 
@@ -483,9 +488,9 @@ def preemptive_tree(level: int) -> Session:
     cpu 2, holds cpu 2, wants cpu 1 more)."""
     return make(
         [
-            q("P", deserved={"cpu": "10"}),
-            q("a", "P", deserved={"cpu": "1"}),
-            q("b", "P", capability={"cpu": "2"}),
+            q("qp", deserved={"cpu": "10"}),
+            q("a", "qp", deserved={"cpu": "1"}),
+            q("b", "qp", capability={"cpu": "2"}),
         ],
         [
             job("ra", "a", {"cpu": "2"}, running=1),
@@ -621,7 +626,7 @@ def test_victim_queue_order_siblings_before_cousins() -> None:
     ancestor A (level 1) while b1 only shares root (level 0) → a2's victims first. b1 vs b2 both
     meet a1 at root → 0, and the session falls back to reverse QueueOrder (§1.2)."""
     ssn = make(
-        [q("A"), q("a1", "A"), q("a2", "A"), q("B"), q("b1", "B"), q("b2", "B")],
+        [q("qa"), q("a1", "qa"), q("a2", "qa"), q("qb"), q("b1", "qb"), q("b2", "qb")],
         [job(f"j-{n}", n, {"cpu": "1"}, running=1) for n in ("a1", "a2", "b1", "b2")],
         hierarchy=True,
     )
@@ -777,10 +782,10 @@ def test_ancestor_shared_at_same_depth_is_skipped() -> None:
     one = {"cpu": "1", "memory": "1Gi"}
     ssn = make(
         [
-            q("G", deserved={"cpu": "4", "memory": "4Gi"}),
-            q("P", "G", deserved=one),
-            q("queue-deep", "P", deserved=one),
-            q("queue-shallow", "G", deserved=CPU2),
+            q("qg", deserved={"cpu": "4", "memory": "4Gi"}),
+            q("qp", "qg", deserved=one),
+            q("queue-deep", "qp", deserved=one),
+            q("queue-shallow", "qg", deserved=CPU2),
         ],
         [job("p-victim", "queue-deep", CPU2, running=1), job("p-reclaimer", "queue-shallow", CPU2)],
         hierarchy=True,
@@ -845,12 +850,12 @@ def test_engine_non_leaf_job_blocks_every_queue() -> None:
     rejects a job in a non-leaf queue, so k is moved there after loading; in the leaf M both
     jobs are placed.)"""
     good = cluster(
-        [q("P"), q("L", "P"), q("M", "P")],
-        [job("j", "L", {"cpu": "1"}), job("k", "M", {"cpu": "1"})],
+        [q("qp"), q("ql", "qp"), q("qm", "qp")],
+        [job("j", "ql", {"cpu": "1"}), job("k", "qm", {"cpu": "1"})],
         CAPACITY_TIERS,
     )
     assert len(engine_solve(good, seed=0).placements) == 2
-    moved = tuple(replace(j, queue="P") if j.name == "k" else j for j in good.jobs)
+    moved = tuple(replace(j, queue="qp") if j.name == "k" else j for j in good.jobs)
     plan = engine_solve(good.replace(jobs=moved), seed=0)
     assert plan.placements == ()
     assert {d.status for d in plan.jobs} == {"pending"}

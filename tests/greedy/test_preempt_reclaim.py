@@ -100,18 +100,18 @@ NOTHING: tuple[list[str], list[str]] = ([], [])
 
 
 def test_case1_level1_reclaims_on_the_parents_deserved() -> None:
-    """case1. Tree (names from the seed): root → case1_queue1 → case1_queue11, root →
-    case1_queue2; p1 (a100 4) fills n1 (a100 4), p2 (a100 1) waits in case1_queue11.
+    """case1. Tree (names from the seed): root → case1-queue1 → case1-queue11, root →
+    case1-queue2; p1 (a100 4) fills n1 (a100 4), p2 (a100 1) waits in case1-queue11.
 
     Ambiguity: the seed's title says the reclaim is allowed "on the parent's deserved", its
-    explanation that "parent case1_queue1 is above deserved". The reclaimer's parent being
+    explanation that "parent case1-queue1 is above deserved". The reclaimer's parent being
     *above* its deserved can never allow a reclaim (§5.4 Preemptive needs futureUsed ≤ deserved
-    somewhere), so the title is taken: case1_queue11 has no deserved, case1_queue1 deserves
-    a100 2, case1_queue2 deserves a100 2.
+    somewhere), so the title is taken: case1-queue11 has no deserved, case1-queue1 deserves
+    a100 2, case1-queue2 deserves a100 2.
 
-    - Preemptive: the leaf fails (0 + 1 ≤ 0 is false on a100); level 1 tries case1_queue1:
+    - Preemptive: the leaf fails (0 + 1 ≤ 0 is false on a100); level 1 tries case1-queue1:
       0 + 1 ≤ 2 → preemptive.
-    - Reclaimable (capacity, tier 2): case1_queue2 holds 4 > 2 → eligible; its level-1 ancestor
+    - Reclaimable (capacity, tier 2): case1-queue2 holds 4 > 2 → eligible; its level-1 ancestor
       is root → skipped; the reclaimer shares no non-root ancestor with it → no contention
       gate. p1 is the victim; evicting it frees a100 4 ≥ 1 → p2 pipelined on n1.
     - With level 0 the leaf alone decides Preemptive → no reclaim at all.
@@ -121,19 +121,19 @@ def test_case1_level1_reclaims_on_the_parents_deserved() -> None:
 
 
 def test_case2_cross_parent_reclaim_takes_the_lowest_priority_pod() -> None:
-    """case2. project1_root (deserved a100 1, capability 2) and project2_root (deserved 3,
+    """case2. project1-root (deserved a100 1, capability 2) and project2-root (deserved 3,
     capability 4), each with a non-preemptable child (same deserved as its parent; read as
     ``reclaimable: false``, which changes nothing here since no pod runs there) and a
     preemptable child without deserved. p1..p4 (a100 1 each) fill n1 from
-    project2_preemptable; p4 has the lowest pod priority (1 vs 10). p5 waits in
-    project1_preemptable.
+    project2-preemptable; p4 has the lowest pod priority (1 vs 10). p5 waits in
+    project1-preemptable.
 
-    - Preemptive(project1_preemptable): the leaf has no deserved → fails; level 1:
-      project1_root 0 + 1 ≤ 1 → preemptive.
+    - Preemptive(project1-preemptable): the leaf has no deserved → fails; level 1:
+      project1-root 0 + 1 ≤ 1 → preemptive.
     - Reclaimable walks p1..p4 in victim order (§8.3, §5.4): same queue, different jobs →
       reverse job order, a tie → reverse task order → lowest pod priority first: p4, then
       p3, p2, p1 (uid). The leaf has no deserved → immediate victim (no gate: the two leaves
-      share no non-root ancestor within 1 level). Level 1: project2_root ≠ project1_root →
+      share no non-root ancestor within 1 level). Level 1: project2-root ≠ project1-root →
       checked: its clone 4 > 3 → p4 taken, clone → 3; for p3, 3 > 3 is false → blocked.
     - Victims [p4]: evicted, p5 pipelined. The walk order matters: walking p1 first would
       have evicted p1. With level 0 Preemptive fails at the leaf → nothing.
@@ -143,36 +143,36 @@ def test_case2_cross_parent_reclaim_takes_the_lowest_priority_pod() -> None:
 
 
 def test_case3_sibling_queue_is_reclaimed_before_the_cousin() -> None:
-    """case3: case2 a cycle later. p1..p3 run in project2_preemptable, p5 in
-    project1_preemptable (n1 is full again), p4 is pending in project2_preemptable and p6
-    (a100 1) in project2_non-preemptable; both PodGroups are Inqueue.
+    """case3: case2 a cycle later. p1..p3 run in project2-preemptable, p5 in
+    project1-preemptable (n1 is full again), p4 is pending in project2-preemptable and p6
+    (a100 1) in project2-non-preemptable; both PodGroups are Inqueue.
 
-    - pg4: Preemptive fails: the leaf has no deserved, and project2_root would hold
+    - pg4: Preemptive fails: the leaf has no deserved, and project2-root would hold
       3 + 1 = 4 > 3.
-    - pg6: project2_non-preemptable deserves 3, 0 + 1 ≤ 3 → preemptive. Reclaimees p1..p3,
-      p5. Victim order: capacity's VictimQueueOrderFn puts project2_preemptable (common
-      ancestor project2_root, level 1) before project1_preemptable (root, level 0); inside
+    - pg6: project2-non-preemptable deserves 3, 0 + 1 ≤ 3 → preemptive. Reclaimees p1..p3,
+      p5. Victim order: capacity's VictimQueueOrderFn puts project2-preemptable (common
+      ancestor project2-root, level 1) before project1-preemptable (root, level 0); inside
       it reverse task order by uid: p3, p2, p1. Their leaf has no deserved → immediate
       victims; the reclaimer's leaf has a deserved → no gate; level 1: both parents are
-      project2_root at the same depth → skipped. p5: project1_root holds 1, not > 1 →
+      project2-root at the same depth → skipped. p5: project1-root holds 1, not > 1 →
       blocked. Victims [p3, p2, p1]; p3 alone makes room → evicted, p6 pipelined.
     """
     assert run_case(3) == (["pg3-p3-0"], ["pg6-p6-0"])
 
 
 def test_case4_victims_parent_within_deserved_blocks() -> None:
-    """case4. root → case4_parent1 (deserved a100 2) → case4_child1 (no deserved; p1) and a
+    """case4. root → case4-parent1 (deserved a100 2) → case4-child1 (no deserved; p1) and a
     sibling that may not be reclaimed (the seed's "non-preemptable"; p3); root →
-    case4_parent2 (deserved 2) → case4_child2 (deserved 2; p2 pending). n1 has a100 2.
+    case4-parent2 (deserved 2) → case4-child2 (deserved 2; p2 pending). n1 has a100 2.
 
     Ambiguity: the title says the victim *child* queue is not above deserved, the explanation
-    says the victim's *parent* case4_parent1. The parent is taken, so that the level-1 check is
-    what blocks: case4_child1 has no deserved (an immediate victim), and case4_parent1 holds
+    says the victim's *parent* case4-parent1. The parent is taken, so that the level-1 check is
+    what blocks: case4-child1 has no deserved (an immediate victim), and case4-parent1 holds
     p1 + p3 = 2, not > 2.
 
-    - Preemptive: case4_child2 0 + 1 ≤ 2 → passes.
+    - Preemptive: case4-child2 0 + 1 ≤ 2 → passes.
     - Reclaimable: p3's queue is not reclaimable → only p1 is a reclaimee; the leaf passes;
-      level 1: case4_parent1 ≠ case4_parent2 → checked → 2 > 2 false → blocked → nothing.
+      level 1: case4-parent1 ≠ case4-parent2 → checked → 2 > 2 false → blocked → nothing.
     - With level 0 the parent is not checked → p1 evicted, p2 pipelined.
     """
     instance = case(4)

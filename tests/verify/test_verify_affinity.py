@@ -9,10 +9,10 @@ from optimizer.plan import Eviction, Placement, Plan
 from optimizer.verify import verify
 
 NODES = """
-- {name: A, labels: {kubernetes.io/hostname: A, zone: z1}, allocatable: {cpu: "8"}}
-- {name: B, labels: {kubernetes.io/hostname: B, zone: z1}, allocatable: {cpu: "8"}}
-- {name: C, labels: {kubernetes.io/hostname: C, zone: z2}, allocatable: {cpu: "8"}}
-- {name: N, labels: {kubernetes.io/hostname: N}, allocatable: {cpu: "8"}}
+- {name: a, labels: {kubernetes.io/hostname: a, zone: z1}, allocatable: {cpu: "8"}}
+- {name: b, labels: {kubernetes.io/hostname: b, zone: z1}, allocatable: {cpu: "8"}}
+- {name: c, labels: {kubernetes.io/hostname: c, zone: z2}, allocatable: {cpu: "8"}}
+- {name: n, labels: {kubernetes.io/hostname: n}, allocatable: {cpu: "8"}}
 """
 
 
@@ -53,20 +53,20 @@ ANTI = """
 
 
 def test_anti_affine_pair_on_one_node_breaks_pod_anti_affinity_only() -> None:
-    """Two replicas that reject app=web on their hostname, both on A: the second placement
-    meets the first in domain kubernetes.io/hostname=A, by its own term and by the first's."""
-    found = verify(make(ANTI), plan(("web-t-0", "A"), ("web-t-1", "A")))
+    """Two replicas that reject app=web on their hostname, both on a: the second placement
+    meets the first in domain kubernetes.io/hostname=a, by its own term and by the first's."""
+    found = verify(make(ANTI), plan(("web-t-0", "a"), ("web-t-1", "a")))
     assert {v.rule for v in found} == {"pod-anti-affinity"}
     assert found[0].message == (
-        "pod ns/web-t-1 on node A: required anti-affinity term 0 (topologyKey "
+        "pod ns/web-t-1 on node a: required anti-affinity term 0 (topologyKey "
         "kubernetes.io/hostname, labelSelector {app=web}) matches pod ns/web-t-0 in domain "
-        "kubernetes.io/hostname=A"
+        "kubernetes.io/hostname=a"
     )
-    assert verify(make(ANTI), plan(("web-t-0", "A"), ("web-t-1", "B"))) == []
+    assert verify(make(ANTI), plan(("web-t-0", "a"), ("web-t-1", "b"))) == []
 
 
 def test_existing_pods_anti_affinity_is_symmetric_and_evictions_lift_it() -> None:
-    """A running pod on A rejects app=x in its zone (z1): a new app=x pod without terms on B
+    """a running pod on a rejects app=x in its zone (z1): a new app=x pod without terms on b
     breaks it; once the running pod is evicted in the same plan, nothing is broken."""
     jobs = """
 - name: guard
@@ -77,17 +77,17 @@ def test_existing_pods_anti_affinity_is_symmetric_and_evictions_lift_it() -> Non
     resources: {cpu: "1"}
     affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [
       {topologyKey: zone, labelSelector: {matchLabels: {app: x}}}]}}
-  running: [{index: 0, node: A}]
+  running: [{index: 0, node: a}]
   annotations: {volcano.sh/preemptable: "true"}
 - name: x
   namespace: ns
   tasks: [{name: t, labels: {app: x}, resources: {cpu: "1"}}]
 """
-    found = verify(make(jobs), plan(("x-t-0", "B")))
+    found = verify(make(jobs), plan(("x-t-0", "b")))
     assert [v.rule for v in found] == ["pod-anti-affinity"]
     assert "pod ns/guard-t-0's required anti-affinity term 0" in found[0].message
     assert "domain zone=z1" in found[0].message
-    after = verify(make(jobs), plan(("x-t-0", "B"), evict=(("guard-t-0", "A"),)))
+    after = verify(make(jobs), plan(("x-t-0", "b"), evict=(("guard-t-0", "a"),)))
     assert [v.rule for v in after if v.rule.startswith("pod-")] == []
 
 
@@ -107,12 +107,12 @@ AFFINE = """
 
 def test_self_affine_group_split_over_zones_breaks_pod_affinity_only() -> None:
     """The first pod may go anywhere with a zone (no match yet, it matches itself); the second,
-    on C (z2), finds its only match in z1."""
-    assert verify(make(AFFINE), plan(("c-t-0", "A"), ("c-t-1", "B"))) == []
-    found = verify(make(AFFINE), plan(("c-t-0", "A"), ("c-t-1", "C")))
+    on c (z2), finds its only match in z1."""
+    assert verify(make(AFFINE), plan(("c-t-0", "a"), ("c-t-1", "b"))) == []
+    found = verify(make(AFFINE), plan(("c-t-0", "a"), ("c-t-1", "c")))
     assert [v.rule for v in found] == ["pod-affinity"]
     assert found[0].message == (
-        "pod ns/c-t-1 on node C: required pod affinity term 0 (topologyKey zone, labelSelector "
+        "pod ns/c-t-1 on node c: required pod affinity term 0 (topologyKey zone, labelSelector "
         "{app=cache}) has no matching pod in domain zone=z2"
     )
 
@@ -121,7 +121,7 @@ def test_affinity_on_a_node_without_the_key_is_broken_even_for_the_first_pod() -
     found = verify(
         make(AFFINE),
         plan(
-            ("c-t-0", "N"),
+            ("c-t-0", "n"),
         ),
     )
     assert [v.rule for v in found] == ["pod-affinity"]
@@ -144,36 +144,36 @@ SPREAD = """
 
 
 def test_spread_skew_breaks_topology_spread_only() -> None:
-    """Eligible domains z1 (A, B) and z2 (C); N lacks the key. s-0 and s-1 both in z1: at the
+    """Eligible domains z1 (a, b) and z2 (c); n lacks the key. s-0 and s-1 both in z1: at the
     second placement z1 holds 1 + 1 against z2's 0, skew 2 > 1."""
-    assert verify(make(SPREAD), plan(("s-t-0", "A"), ("s-t-1", "C"), ("s-t-2", "B"))) == []
-    found = verify(make(SPREAD), plan(("s-t-0", "A"), ("s-t-1", "B")))
+    assert verify(make(SPREAD), plan(("s-t-0", "a"), ("s-t-1", "c"), ("s-t-2", "b"))) == []
+    found = verify(make(SPREAD), plan(("s-t-0", "a"), ("s-t-1", "b")))
     assert [v.rule for v in found] == ["topology-spread"]
     assert found[0].message == (
-        "pod ns/s-t-1 on node B: DoNotSchedule constraint 0 on zone: domain zone=z1 would hold "
+        "pod ns/s-t-1 on node b: DoNotSchedule constraint 0 on zone: domain zone=z1 would hold "
         "2 matching pods against a minimum of 0, skew 2 > maxSkew 1"
     )
     missing = verify(
         make(SPREAD),
         plan(
-            ("s-t-0", "N"),
+            ("s-t-0", "n"),
         ),
     )
     assert [v.rule for v in missing] == ["topology-spread"]
 
 
 def test_metrics_count_the_soft_terms_a_plan_satisfies() -> None:
-    """p prefers node A (node affinity on its hostname), no app=db in its zone (anti-affinity)
-    and a ScheduleAnyway zone spread of its own pods; db runs on A (z1). On A: the node term
+    """p prefers node a (node affinity on its hostname), no app=db in its zone (anti-affinity)
+    and a ScheduleAnyway zone spread of its own pods; db runs on a (z1). On a: the node term
     holds, the anti term does not (db shares z1), the spread holds (z1 1 − z2 0 ≤ 1): 2 of 3.
-    On C (z2): the node term fails, the anti term and the spread hold: 2 of 3."""
+    On c (z2): the node term fails, the anti term and the spread hold: 2 of 3."""
     from optimizer.metrics import evaluate
 
     jobs = """
 - name: db
   namespace: ns
   tasks: [{name: t, labels: {app: db}, resources: {cpu: "1"}}]
-  running: [{index: 0, node: A}]
+  running: [{index: 0, node: a}]
 - name: p
   namespace: ns
   tasks:
@@ -184,7 +184,7 @@ def test_metrics_count_the_soft_terms_a_plan_satisfies() -> None:
       nodeAffinity:
         preferredDuringSchedulingIgnoredDuringExecution:
         - {weight: 10, preference: {matchExpressions: [{key: kubernetes.io/hostname,
-           operator: In, values: [A]}]}}
+           operator: In, values: [a]}]}}
       podAntiAffinity:
         preferredDuringSchedulingIgnoredDuringExecution:
         - {weight: 5, podAffinityTerm: {topologyKey: zone, labelSelector: {matchLabels: {app: db}}}}
@@ -193,7 +193,7 @@ def test_metrics_count_the_soft_terms_a_plan_satisfies() -> None:
        labelSelector: {matchLabels: {app: p}}}
 """
     inst = make(jobs)
-    on_a = evaluate(inst, plan(("p-t-0", "A")))
-    on_c = evaluate(inst, plan(("p-t-0", "C")))
+    on_a = evaluate(inst, plan(("p-t-0", "a")))
+    on_c = evaluate(inst, plan(("p-t-0", "c")))
     assert (on_a.soft_terms, on_a.soft_terms_satisfied) == (3, 2)
     assert (on_c.soft_terms, on_c.soft_terms_satisfied) == (3, 2)
