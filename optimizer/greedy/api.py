@@ -111,6 +111,9 @@ class TaskInfo:
     device_key: int = -1
     """Number of the task's device request signature (tasks asking the same of a GPU node
     share it); -1 until the first device fit."""
+    fit_shape: int = -1
+    """Number of the task's fit shape in the session's fit cache (``fit_cache``); -1 until
+    the first node check, -2 when a predicate plugin declared the task uncacheable."""
 
     @cached_property
     def init_needs(self) -> tuple[tuple[int, int], ...]:
@@ -253,6 +256,9 @@ class NodeInfo:
     index: int = 0
     gpu_version: int = 0
     """Bumped whenever a pod books or releases devices here, so device fits can be cached."""
+    version: int = 0
+    """Bumped whenever a task is added to or removed from the node (its resources, pod count
+    and devices change only then), so node checks can be cached (``fit_cache``)."""
     pod_capacity: int = 110
     """The node's ``pods`` allocatable (read once: the pod-count predicate runs per task)."""
 
@@ -266,6 +272,7 @@ class NodeInfo:
 
     def add_task(self, task: TaskInfo) -> None:
         """``NodeInfo.AddTask`` for the task's current status."""
+        self.version += 1
         self.tasks[task.uid] = task
         if task.status is Status.PIPELINED:
             self.pipelined = vadd(self.pipelined, task.resreq)
@@ -279,6 +286,7 @@ class NodeInfo:
         stored = self.tasks.pop(task.uid, None)
         if stored is None:
             return
+        self.version += 1
         if task.status is Status.PIPELINED:
             self.pipelined = vsub(self.pipelined, task.resreq)
         else:

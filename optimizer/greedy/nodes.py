@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from .api import NodeInfo, TaskInfo
 from .devices import PLUGIN as DEVICE_PLUGIN
 from .devices import PODGROUP_POLICY, SPREAD, DeviceFit, fit
+from .fit_cache import Verdict, fit_table, lookup, store
 from .session import UNRESOLVABLE, UNSCHEDULABLE, FitFailure, Session
 
 MIN_FEASIBLE_NODES = 100
@@ -112,8 +113,12 @@ def device_signature(task: TaskInfo) -> Hashable:
     )
 
 
-def check_node(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitFailure | None:
-    """The allocate action's predicate: resource fit, device fit, then every PredicateFn."""
+def device_key(task: TaskInfo) -> Hashable:
+    """What the device fit reads of a task (its part of the fit shape, see :mod:`fit_cache`)."""
+    return device_signature(task) if task.gpu_requests else None
+
+
+def _check(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitFailure | None:
     failure = resource_fit(ssn, task, node)
     if failure is not None:
         return failure
@@ -122,6 +127,25 @@ def check_node(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitFailure | Non
         return failure
     devices = device_fit(ssn, task, node)
     return devices if isinstance(devices, FitFailure) else None
+
+
+def verdict(ssn: Session, task: TaskInfo, node: NodeInfo) -> Verdict:
+    """The allocate action's predicate on ``node`` — resource fit, every PredicateFn, then
+    device fit — and whether the task fits the node's idle resources; reused from the fit
+    cache while the node is unchanged."""
+    table = fit_table(ssn, task, device_key)
+    if table is not None:
+        found = lookup(table, node)
+        if found is not None:
+            return found
+    failure = _check(ssn, task, node)
+    result = Verdict(failure, failure is None and fits_idle(task, node))
+    return store(table, node, result) if table is not None else result
+
+
+def check_node(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitFailure | None:
+    """The allocate action's predicate: resource fit, every PredicateFn, then device fit."""
+    return verdict(ssn, task, node).failure
 
 
 def predicate_nodes(
@@ -148,11 +172,16 @@ def predicate_nodes(
     start = ssn.last_processed_node % total
     feasible: list[NodeInfo] = []
     processed = 0
-    for k in range(total):
-        node = nodes[(start + k) % total]
+    table = fit_table(ssn, task, device_key)
+    for node in (*nodes[start:], *nodes[:start]):
         processed += 1
         cached = role_cache.get(node.name) if role_cache is not None else None
-        failure = cached or check_node(ssn, task, node)
+        if cached is not None:
+            failure: FitFailure | None = cached
+        elif table is not None and table.versions[node.index] == node.version:
+            failure = table.verdicts[node.index].failure  # type: ignore[union-attr]
+        else:
+            failure = verdict(ssn, task, node).failure
         if failure is None:
             feasible.append(node)
             if len(feasible) >= want:
@@ -170,7 +199,7 @@ def best_node(ssn: Session, task: TaskInfo, feasible: Sequence[NodeInfo]) -> Nod
     group a single node is taken unscored, otherwise the top score wins and exact ties are
     broken uniformly at random (``SelectBestNodeAndScore``)."""
     # Volcano quirk (§9.16): an idle-fit node beats any future-fit node, whatever the scores.
-    idle_fit = [n for n in feasible if fits_idle(task, n)]
+    idle_fit = [n for n in feasible if verdict(ssn, task, n).idle_fit]
     group = idle_fit or list(feasible)
     if len(group) == 1:
         return group[0]

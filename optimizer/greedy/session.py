@@ -32,6 +32,7 @@ from .api import (
     vadd,
     vsub,
 )
+from .fit_cache import FitCache
 
 PERMIT, ABSTAIN, REJECT = 1, 0, -1
 
@@ -44,6 +45,7 @@ HOOK_FLAGS = {
     "task_order": "TaskOrder",
     "predicate": "Predicate",
     "pre_predicate": "Predicate",
+    "predicate_key": "Predicate",
     "node_order": "NodeOrder",
     "batch_node_order": "NodeOrder",
     "hypernode_order": "HyperNodeOrder",
@@ -165,6 +167,8 @@ class Session:
         """(task ``device_key``, node index) → (the node's ``gpu_version``, fit result)."""
         self.device_signatures: dict[Hashable, int] = {}
         """Device request signature → its number (a task's ``device_key``)."""
+        self.fit_cache = FitCache()
+        """Node-check verdicts per fit shape and node version (``fit_cache``)."""
         self.last_processed_node = 0
         """Volcano's global rotating scan offset (``lastProcessedNodeIndex``)."""
         self._build_state()
@@ -378,6 +382,23 @@ class Session:
                 return failure
         return None
 
+    def predicate_key(self, task: TaskInfo) -> tuple[Hashable, ...] | None:
+        """What the PredicateFns read of ``task``, one part per plugin (the fit-cache hook,
+        see ``fit_cache``); None when a plugin declares the task uncacheable or registered a
+        predicate without a key."""
+        keys = {plugin: fn for plugin, fn in self._hooks["predicate_key"]}
+        flag = HOOK_FLAGS["predicate"]
+        parts: list[Hashable] = []
+        for plugin, _ in self._hooks["predicate"]:
+            if flag is not None and not self._options[plugin].enabled(flag):
+                continue
+            key_fn = keys.get(plugin)
+            part = key_fn(task) if key_fn is not None else None
+            if part is None:
+                return None
+            parts.append(part)
+        return tuple(parts)
+
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
         """Σ NodeOrderFn; a plugin error drops the node's whole NodeOrder part (PrioritizeNodes)."""
         total = 0.0
@@ -539,6 +560,7 @@ class Session:
     def _book_gpus(self, task: TaskInfo, node: NodeInfo) -> None:
         if task.gpus:
             node.gpu_version += 1
+            node.version += 1
         for share in task.gpus or ():
             for state in node.gpus:
                 if state.device.id == share.id:
@@ -550,6 +572,7 @@ class Session:
     def _release_gpus(self, task: TaskInfo, node: NodeInfo) -> None:
         if task.gpus:
             node.gpu_version += 1
+            node.version += 1
         for share in task.gpus or ():
             for state in node.gpus:
                 if state.device.id == share.id and task.uid in state.pods:

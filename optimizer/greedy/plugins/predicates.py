@@ -14,7 +14,7 @@ copy, because its scores read the same ``NodeInfo``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 
 from models.cluster import Taint
 from models.resources import CPU, MEMORY
@@ -146,6 +146,14 @@ class PredicatesPlugin(Plugin):
         ]
         self._cordon = Taint(UNSCHEDULABLE_TAINT, "", "NoSchedule")
         ssn.add("predicate", self.name, self.predicate)
+        ssn.add("predicate_key", self.name, self.predicate_key)
+
+    @staticmethod
+    def predicate_key(task: TaskInfo) -> Hashable:
+        """What :meth:`predicate` reads of a task (the fit-cache hook): the rest is the
+        node's own state."""
+        spec = task.task
+        return (tuple(sorted(spec.node_selector.items())), spec.required_affinity, spec.tolerations)
 
     def predicate(self, task: TaskInfo, node: NodeInfo) -> FitFailure | None:
         """Pod count first (Unschedulable: evicting pods can fix it), then the stable filters,
