@@ -257,8 +257,10 @@ class NodeInfo:
     gpu_version: int = 0
     """Bumped whenever a pod books or releases devices here, so device fits can be cached."""
     version: int = 0
-    """Bumped whenever a task is added to or removed from the node (its resources, pod count
-    and devices change only then), so node checks can be cached (``fit_cache``)."""
+    """Bumped by :meth:`touch` whenever the node's state changes, so node checks can be
+    cached (``fit_cache``)."""
+    changes: list[int] = field(default_factory=list)
+    """The session's node change log (shared by its nodes): the index of every touched node."""
     pod_capacity: int = 110
     """The node's ``pods`` allocatable (read once: the pod-count predicate runs per task)."""
 
@@ -270,9 +272,14 @@ class NodeInfo:
     def future_idle(self) -> list[int]:
         return vsub(vadd(self.idle, self.releasing), self.pipelined)
 
+    def touch(self) -> None:
+        """Record a change of the node's tasks, resources or devices."""
+        self.version += 1
+        self.changes.append(self.index)
+
     def add_task(self, task: TaskInfo) -> None:
         """``NodeInfo.AddTask`` for the task's current status."""
-        self.version += 1
+        self.touch()
         self.tasks[task.uid] = task
         if task.status is Status.PIPELINED:
             self.pipelined = vadd(self.pipelined, task.resreq)
@@ -286,7 +293,7 @@ class NodeInfo:
         stored = self.tasks.pop(task.uid, None)
         if stored is None:
             return
-        self.version += 1
+        self.touch()
         if task.status is Status.PIPELINED:
             self.pipelined = vsub(self.pipelined, task.resreq)
         else:

@@ -2,39 +2,49 @@
 
 The node check of allocate (resource fit, every PredicateFn, device fit, spec §2.2) reads two
 things: what the task asks of a node — its *fit shape* — and that node's own state, which
-changes only through ``NodeInfo.add_task`` / ``remove_task`` (each bumps ``NodeInfo.version``).
-Tasks of one shape therefore get the same verdict on a node of the same version, and scanning a
-large cluster for every pod of a job does not re-run the filters on nodes nobody touched. The
-verdict also says whether the task fits the node's *idle* resources (§2.4), which decides the
-idle-fit / future-fit split and is read right after.
+changes only through ``NodeInfo.touch`` (task added or removed, devices booked or released),
+which bumps ``NodeInfo.version`` and logs the node in the session's change log. Tasks of one
+shape therefore get the same verdict on a node of the same version, and scanning a large cluster
+for every pod of a job does not re-run the filters on nodes nobody touched. The verdict also
+says whether the task fits the node's *idle* resources (§2.4), which decides the idle-fit /
+future-fit split and is read right after.
+
+A shape scanned more than once also gets its verdicts on *every* node as arrays
+(:class:`DenseFits`), brought up to date from the change log before each scan, so that the scan
+of the whole cluster picks its first K feasible nodes with array operations instead of a loop
+over nodes. Failures are interned: an array holds each node's failure number (−1: it passes).
 
 Hook for predicate plugins: a plugin that registers a ``predicate`` also registers a
 ``predicate_key`` function, ``key(task) -> Hashable | None``, returning everything its predicate
 reads of the task. Return None when the verdict depends on more than the task and the node's own
 state — pods placed on *other* nodes (inter-pod affinity, topology spread), a clock: that task's
 nodes are then checked afresh every time. A plugin with a predicate and no key makes every task
-uncheckable from the cache, so a new predicate is correct before it is fast. The key of a task
-is computed once, at its first check, so it must not depend on anything that changes during the
-session.
+uncacheable, so a new predicate is correct before it is fast. The key of a task is computed
+once, at its first check, so it must not depend on anything that changes during the session.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import numpy as np
 
 from .api import NodeInfo, TaskInfo
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from .session import FitFailure, Session
 
 UNKNOWN = -1
 """``TaskInfo.fit_shape`` before the first check."""
 UNCACHEABLE = -2
 """``TaskInfo.fit_shape`` of a task some predicate plugin declared uncacheable."""
+PASSES = -1
+"""The failure number of a node that passes."""
+DENSE_AFTER = 2
+"""Scans of a shape before it gets dense verdicts: a shape seen once (a single-pod job) would
+pay a check of every node for a scan that may stop after a few."""
 
 
 @dataclass
@@ -47,19 +57,52 @@ class Verdict:
 
 
 @dataclass
+class DenseFits:
+    """Every node's verdict for one shape, current as of position ``synced`` of the log."""
+
+    failures: np.ndarray
+    """Failure number per node index (``PASSES`` if it passes)."""
+    synced: int
+
+
+@dataclass
 class FitTable:
     """The verdicts of one fit shape, per node index, with the node version they hold for."""
 
     versions: list[int]
     verdicts: list[Verdict | None]
+    scans: int = 0
+    dense: DenseFits | None = None
 
 
 @dataclass
 class FitCache:
-    """Every fit shape of a session and its table (kept on the session)."""
+    """Every fit shape of a session and its table, and the interned failures."""
 
     shapes: dict[Hashable, int] = field(default_factory=dict)
     tables: list[FitTable] = field(default_factory=list)
+    failures: list[FitFailure] = field(default_factory=list)
+    numbers: dict[FitFailure, int] = field(default_factory=dict)
+    _mask: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    _mask_plugin: str = ""
+
+    def plugin_mask(self, plugin: str) -> np.ndarray:
+        """Per failure number, whether ``plugin`` reported it (summaries group the device
+        fit's failures, which name their node)."""
+        if len(self._mask) != len(self.failures) or self._mask_plugin != plugin:
+            self._mask = np.array([f.plugin == plugin for f in self.failures], dtype=bool)
+            self._mask_plugin = plugin
+        return self._mask
+
+    def number(self, failure: FitFailure | None) -> int:
+        """The interned number of ``failure`` (``PASSES`` for None)."""
+        if failure is None:
+            return PASSES
+        found = self.numbers.get(failure)
+        if found is None:
+            found = self.numbers[failure] = len(self.failures)
+            self.failures.append(failure)
+        return found
 
 
 def fit_table(
@@ -99,3 +142,30 @@ def store(table: FitTable, node: NodeInfo, verdict: Verdict) -> Verdict:
     table.versions[i] = node.version
     table.verdicts[i] = verdict
     return verdict
+
+
+def dense_fits(
+    ssn: Session, table: FitTable, check: Callable[[NodeInfo], Verdict]
+) -> DenseFits | None:
+    """The shape's verdicts on every node, brought up to date (None while the shape has had
+    fewer than ``DENSE_AFTER`` scans); ``check`` gives a node's current verdict."""
+    table.scans += 1
+    if table.scans < DENSE_AFTER:
+        return None
+    log = ssn.node_changes
+    nodes = ssn.node_list
+    cache = ssn.fit_cache
+    dense = table.dense
+    if dense is None:
+        numbers = [cache.number(check(node).failure) for node in nodes]
+        dense = table.dense = DenseFits(np.array(numbers, dtype=np.int32), len(log))
+        return dense
+    if dense.synced == len(log):
+        return dense
+    fresh = len(log) - dense.synced
+    changed = set(log[dense.synced :]) if fresh < len(nodes) else range(len(nodes))
+    failures = dense.failures
+    for i in changed:
+        failures[i] = cache.number(check(nodes[i]).failure)
+    dense.synced = len(log)
+    return dense

@@ -1,63 +1,19 @@
-"""Which nodes a task may use, and which one it gets (spec §2.2–§2.6).
+"""Whether a task may use a node, and which feasible node it gets (spec §2.2, §2.4–§2.6).
 
-The feasible-node scan, the idle-fit / future-fit split and the random choice among equally
-scored nodes are where Volcano's placement decisions are actually made, so they live in one
-place that both allocate and backfill use.
+The node check, the idle-fit / future-fit split and the random choice among equally scored
+nodes are where Volcano's placement decisions are made (with the scan of :mod:`scan`), so they
+live in one place that allocate, backfill and preempt use.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
 
 from .api import NodeInfo, TaskInfo
 from .devices import PLUGIN as DEVICE_PLUGIN
 from .devices import PODGROUP_POLICY, SPREAD, DeviceFit, fit
 from .fit_cache import Verdict, fit_table, lookup, store
-from .session import UNRESOLVABLE, UNSCHEDULABLE, FitFailure, Session
-
-MIN_FEASIBLE_NODES = 100
-MIN_PERCENTAGE = 5
-
-
-def nodes_to_find(total: int) -> int:
-    """``numNodesToFind`` (§2.3) with Volcano's default arguments."""
-    if total <= MIN_FEASIBLE_NODES:
-        return total
-    percentage = max(MIN_PERCENTAGE, 50 - total // 125)
-    return max(MIN_FEASIBLE_NODES, total * percentage // 100)
-
-
-DEVICE_SHORTAGE = "node(s) without the free GPU devices requested"
-
-
-@dataclass
-class FitReport:
-    """Why nodes failed, aggregated for a pending reason (like Volcano's FitErrors)."""
-
-    failures: dict[str, FitFailure] = field(default_factory=dict)
-
-    def summary(self, total: int) -> str:
-        """``0/N nodes are available: <count> <reason>, …``, most frequent first.
-
-        Device-fit messages name their node and its free devices, so they are counted under
-        one heading, with the first one as an example.
-        """
-        counts: dict[str, int] = {}
-        example = ""
-        for failure in self.failures.values():
-            reason = failure.reason
-            if failure.plugin == DEVICE_PLUGIN:
-                example = example or reason
-                reason = DEVICE_SHORTAGE
-            counts[reason] = counts.get(reason, 0) + 1
-        parts = [
-            f"{n} {reason}" + (f" (e.g. {example})" if reason == DEVICE_SHORTAGE else "")
-            for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-        ]
-        return (
-            f"0/{total} nodes are available: " + ", ".join(parts) if parts else f"0/{total} nodes"
-        )
+from .session import UNSCHEDULABLE, FitFailure, Session
 
 
 def resource_fit(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitFailure | None:
@@ -148,58 +104,17 @@ def check_node(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitFailure | Non
     return verdict(ssn, task, node).failure
 
 
-def predicate_nodes(
-    ssn: Session,
-    task: TaskInfo,
-    nodes: Sequence[NodeInfo],
-    report: FitReport,
-    role_cache: dict[str, FitFailure] | None = None,
-) -> list[NodeInfo]:
-    """``PredicateNodes``: scan from the global rotating offset, stop after K feasible nodes.
-
-    The offset is taken modulo the size of the node set being scanned and advanced by the nodes
-    checked, whatever that set is (all nodes, one HyperNode's, a nominated node), as Volcano's
-    ``lastProcessedNodeIndex`` is. Volcano scans with 16 parallel workers, so which K nodes it
-    finds in a large cluster depends on timing; vcopt scans sequentially from the same offset (a
-    deterministic stand-in, see docs/FIDELITY.md). ``role_cache`` holds nodes that already
-    failed for a task of the same job and role within this placement call (the predicate
-    helper's error cache).
-    """
-    total = len(nodes)
-    if total == 0:
-        return []
-    want = nodes_to_find(total)
-    start = ssn.last_processed_node % total
-    feasible: list[NodeInfo] = []
-    processed = 0
-    table = fit_table(ssn, task, device_key)
-    for node in (*nodes[start:], *nodes[:start]):
-        processed += 1
-        cached = role_cache.get(node.name) if role_cache is not None else None
-        if cached is not None:
-            failure: FitFailure | None = cached
-        elif table is not None and table.versions[node.index] == node.version:
-            failure = table.verdicts[node.index].failure  # type: ignore[union-attr]
-        else:
-            failure = verdict(ssn, task, node).failure
-        if failure is None:
-            feasible.append(node)
-            if len(feasible) >= want:
-                break
-        else:
-            report.failures[node.name] = failure
-            if role_cache is not None and task.role:
-                role_cache[node.name] = failure
-    ssn.last_processed_node = (start + processed) % total
-    return feasible
-
-
 def best_node(ssn: Session, task: TaskInfo, feasible: Sequence[NodeInfo]) -> NodeInfo:
     """``prioritizeNodes``: idle-fit nodes before future-fit ones; within the first non-empty
     group a single node is taken unscored, otherwise the top score wins and exact ties are
     broken uniformly at random (``SelectBestNodeAndScore``)."""
     # Volcano quirk (§9.16): an idle-fit node beats any future-fit node, whatever the scores.
-    idle_fit = [n for n in feasible if verdict(ssn, task, n).idle_fit]
+    table = fit_table(ssn, task, device_key)
+    idle_fit = [
+        n
+        for n in feasible
+        if ((table is not None and lookup(table, n)) or verdict(ssn, task, n)).idle_fit
+    ]
     group = idle_fit or list(feasible)
     if len(group) == 1:
         return group[0]
@@ -209,8 +124,3 @@ def best_node(ssn: Session, task: TaskInfo, feasible: Sequence[NodeInfo]) -> Nod
     best = [n for n, s in zip(group, scores, strict=True) if s == top]
     # Volcano quirk (§9.14): exact score ties are drawn at random (seeded here).
     return best[0] if len(best) == 1 else ssn.rng.choice(best)
-
-
-def unresolvable(report: FitReport) -> set[str]:
-    """Nodes that failed with UnschedulableAndUnresolvable (preempt skips them)."""
-    return {name for name, f in report.failures.items() if f.code == UNRESOLVABLE}

@@ -167,6 +167,8 @@ class Session:
         """(task ``device_key``, node index) → (the node's ``gpu_version``, fit result)."""
         self.device_signatures: dict[Hashable, int] = {}
         """Device request signature → its number (a task's ``device_key``)."""
+        self.node_changes: list[int] = []
+        """Index of every node touched, in order (``NodeInfo.touch``; read by ``fit_cache``)."""
         self.fit_cache = FitCache()
         """Node-check verdicts per fit shape and node version (``fit_cache``)."""
         self.last_processed_node = 0
@@ -192,6 +194,7 @@ class Session:
                 revocable_zone=node_zone(node.labels),
                 index=i,
                 pod_capacity=node.pod_capacity,
+                changes=self.node_changes,
             )
             self.nodes[node.name] = info
             self.node_list.append(info)
@@ -560,7 +563,7 @@ class Session:
     def _book_gpus(self, task: TaskInfo, node: NodeInfo) -> None:
         if task.gpus:
             node.gpu_version += 1
-            node.version += 1
+            node.touch()
         for share in task.gpus or ():
             for state in node.gpus:
                 if state.device.id == share.id:
@@ -572,7 +575,7 @@ class Session:
     def _release_gpus(self, task: TaskInfo, node: NodeInfo) -> None:
         if task.gpus:
             node.gpu_version += 1
-            node.version += 1
+            node.touch()
         for share in task.gpus or ():
             for state in node.gpus:
                 if state.device.id == share.id and task.uid in state.pods:

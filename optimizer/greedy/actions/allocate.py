@@ -16,7 +16,8 @@ from models.workload import INQUEUE, PENDING
 
 from ..api import JobInfo, NodeInfo, Status, TaskInfo, vle
 from ..heap import GoHeap
-from ..nodes import FitReport, best_node, device_fit, fits_idle, predicate_nodes
+from ..nodes import best_node, device_fit, fits_idle
+from ..scan import FitReport, RoleCache, predicate_nodes
 from ..session import FitFailure, Operation, Session, Statement
 
 
@@ -142,7 +143,7 @@ def allocate_tasks(
     """``allocateResourcesForTasks`` for the job's default subjob on ``nodes`` (§2.1)."""
     stmt = ssn.statement()
     queue = ssn.queue_of(job)
-    role_cache: dict[str, dict[str, FitFailure]] = {}
+    role_cache = RoleCache(ssn)
     job.running_lca = job.subjob_hypernode
     topology: Topology = ssn.topology
     while not sheet.empty():
@@ -161,15 +162,11 @@ def allocate_tasks(
             if need_continue(job):
                 continue
             break
-        report = FitReport()
+        report = FitReport(ssn.fit_cache)
         candidates = nominated(ssn, task, nodes)
-        feasible = predicate_nodes(
-            ssn, task, candidates or nodes, report, role_cache.setdefault(task.role, {})
-        )
+        feasible = predicate_nodes(ssn, task, candidates or nodes, report, role_cache)
         if not feasible and candidates:
-            feasible = predicate_nodes(
-                ssn, task, nodes, report, role_cache.setdefault(task.role, {})
-            )
+            feasible = predicate_nodes(ssn, task, nodes, report, role_cache)
         if not feasible:
             job.fit_errors[task.uid] = report.summary(len(nodes))
             if task.role:
