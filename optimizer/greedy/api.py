@@ -183,8 +183,28 @@ class JobInfo:
     def namespace(self) -> str:
         return self.job.namespace
 
+    status_counts: dict[Status, int] = field(default_factory=dict)
+    """Tasks per status, kept by :meth:`set_status`: gang asks for them at every placement,
+    and counting the tasks each time would be quadratic in the size of the job."""
+    pending_best_effort: int = 0
+
+    def __post_init__(self) -> None:
+        for task in self.tasks.values():
+            self._tally(task, 1)
+
+    def _tally(self, task: TaskInfo, sign: int) -> None:
+        self.status_counts[task.status] = self.status_counts.get(task.status, 0) + sign
+        if task.status is Status.PENDING and task.best_effort:
+            self.pending_best_effort += sign
+
+    def set_status(self, task: TaskInfo, status: Status) -> None:
+        """Change the status of one of the job's tasks (the only place statuses change)."""
+        self._tally(task, -1)
+        task.status = status
+        self._tally(task, 1)
+
     def count(self, statuses: frozenset[Status] | set[Status]) -> int:
-        return sum(1 for t in self.tasks.values() if t.status in statuses)
+        return sum(self.status_counts.get(s, 0) for s in statuses)
 
     def tasks_with(self, status: Status) -> list[TaskInfo]:
         return [t for t in self.tasks.values() if t.status is status]
@@ -199,7 +219,7 @@ class JobInfo:
 
     @property
     def pending_best_effort_num(self) -> int:
-        return sum(1 for t in self.tasks.values() if t.status is Status.PENDING and t.best_effort)
+        return self.pending_best_effort
 
     def is_ready(self) -> bool:
         """``JobInfo.IsReady``: ready + pending BestEffort ≥ minAvailable.

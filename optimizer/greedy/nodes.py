@@ -15,6 +15,8 @@ from .devices import PODGROUP_POLICY, SPREAD, DeviceFit, fit
 from .fit_cache import Verdict, fit_table, lookup, store
 from .session import UNSCHEDULABLE, FitFailure, Session
 
+UNSET = object()
+
 
 def resource_fit(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitFailure | None:
     """Step 1 of the allocate predicate: ``InitResreq ≤ FutureIdle`` on every dimension
@@ -119,8 +121,36 @@ def best_node(ssn: Session, task: TaskInfo, feasible: Sequence[NodeInfo]) -> Nod
     if len(group) == 1:
         return group[0]
     batch = ssn.batch_node_order(task, group)
-    scores = [ssn.node_order(task, n) + batch.get(n.name, 0.0) for n in group]
+    orders = node_orders(ssn, task, group)
+    scores = [o + batch.get(n.name, 0.0) for n, o in zip(group, orders, strict=True)]
     top = max(scores)
     best = [n for n, s in zip(group, scores, strict=True) if s == top]
     # Volcano quirk (§9.14): exact score ties are drawn at random (seeded here).
     return best[0] if len(best) == 1 else ssn.rng.choice(best)
+
+
+def node_orders(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[float]:
+    """Σ NodeOrderFn per node (``Session.node_order``), kept per (task key, node version).
+
+    A plugin registering a ``node_order`` also registers a ``node_order_key`` function giving
+    what its score reads of a task, when the score reads nothing else but the node's own state
+    (None otherwise, or no key function: the nodes are then scored afresh every time). The
+    key of a task is computed once."""
+    key = ssn.score_keys.get(task.uid, UNSET)
+    if key is UNSET:
+        key = ssn.score_keys[task.uid] = ssn.node_order_key(task)
+    if key is None:
+        return [ssn.node_order(task, n) for n in nodes]
+    table = ssn.score_tables.get(key)
+    if table is None:
+        count = len(ssn.node_list)
+        table = ssn.score_tables[key] = ([-1] * count, [0.0] * count)
+    versions, values = table
+    out = []
+    for node in nodes:
+        i = node.index
+        if versions[i] != node.version:
+            values[i] = ssn.node_order(task, node)
+            versions[i] = node.version
+        out.append(values[i])
+    return out

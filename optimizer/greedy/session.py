@@ -47,6 +47,7 @@ HOOK_FLAGS = {
     "pre_predicate": "Predicate",
     "predicate_key": "Predicate",
     "node_order": "NodeOrder",
+    "node_order_key": "NodeOrder",
     "batch_node_order": "NodeOrder",
     "hypernode_order": "HyperNodeOrder",
     "hypernode_gradient": "HyperNodeGradient",
@@ -167,6 +168,10 @@ class Session:
         """(task ``device_key``, node index) → (the node's ``gpu_version``, fit result)."""
         self.device_signatures: dict[Hashable, int] = {}
         """Device request signature → its number (a task's ``device_key``)."""
+        self.score_keys: dict[str, Hashable] = {}
+        """Task uid → its ``node_order_key`` (``nodes.node_orders``)."""
+        self.score_tables: dict[Hashable, tuple[list[int], list[float]]] = {}
+        """Score key → (node version, Σ NodeOrderFn) per node index."""
         self.node_changes: list[int] = []
         """Index of every node touched, in order (``NodeInfo.touch``; read by ``fit_cache``)."""
         self.fit_cache = FitCache()
@@ -387,12 +392,21 @@ class Session:
 
     def predicate_key(self, task: TaskInfo) -> tuple[Hashable, ...] | None:
         """What the PredicateFns read of ``task``, one part per plugin (the fit-cache hook,
-        see ``fit_cache``); None when a plugin declares the task uncacheable or registered a
-        predicate without a key."""
-        keys = {plugin: fn for plugin, fn in self._hooks["predicate_key"]}
-        flag = HOOK_FLAGS["predicate"]
+        see ``fit_cache``); None when the verdicts cannot be reused."""
+        return self._hook_key("predicate", "predicate_key", task)
+
+    def node_order_key(self, task: TaskInfo) -> tuple[Hashable, ...] | None:
+        """What the NodeOrderFns read of ``task`` besides the node's own state (the same hook
+        for scores, see ``nodes.node_orders``); None when the scores cannot be reused."""
+        return self._hook_key("node_order", "node_order_key", task)
+
+    def _hook_key(self, hook: str, key_hook: str, task: TaskInfo) -> tuple[Hashable, ...] | None:
+        """One key part per enabled function of ``hook``, from its plugin's ``key_hook``; None
+        if a plugin has no key function or its key function returns None."""
+        keys = {plugin: fn for plugin, fn in self._hooks[key_hook]}
+        flag = HOOK_FLAGS[hook]
         parts: list[Hashable] = []
-        for plugin, _ in self._hooks["predicate"]:
+        for plugin, _ in self._hooks[hook]:
             if flag is not None and not self._options[plugin].enabled(flag):
                 continue
             key_fn = keys.get(plugin)
@@ -546,7 +560,7 @@ class Session:
     def _update_status(self, task: TaskInfo, status: Status) -> None:
         job = self.jobs[task.job]
         was = task.status in ALLOCATED_STATUSES
-        task.status = status
+        job.set_status(task, status)
         now = status in ALLOCATED_STATUSES
         if was and not now:
             job.allocated = vsub(job.allocated, task.resreq)

@@ -66,11 +66,9 @@ class BinpackPlugin(Plugin):
         self.weights = BinpackWeights.from_arguments(self.arguments)
         self._dims = ssn.dims
         self._terms: dict[str, tuple[tuple[int, int, int], ...]] = {}
-        self._tables: dict[tuple[tuple[int, int, int], ...], tuple[list[int], list[float]]] = {}
-        """Task terms → (node version, score) per node index."""
-        self._nodes = len(ssn.node_list)
         if self.weights.weight != 0:
             ssn.add("node_order", self.name, self.node_order)
+            ssn.add("node_order_key", self.name, self._task_terms)
 
     def _task_terms(self, task: TaskInfo) -> tuple[tuple[int, int, int], ...]:
         """(dimension, request, weight) of each requested resource that has a weight."""
@@ -86,21 +84,6 @@ class BinpackPlugin(Plugin):
         return terms
 
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
-        """The score of :meth:`score`, kept per (task terms, node version): it reads only the
-        node's own ``used``, which changes only with ``NodeInfo.version``."""
-        terms = self._task_terms(task)
-        table = self._tables.get(terms)
-        if table is None:
-            count = self._nodes
-            table = self._tables[terms] = ([-1] * count, [0.0] * count)
-        versions, values = table
-        i = node.index
-        if versions[i] != node.version:
-            values[i] = self.score(terms, node)
-            versions[i] = node.version
-        return values[i]
-
-    def score(self, terms: tuple[tuple[int, int, int], ...], node: NodeInfo) -> float:
         """``(Σ (used + req)·w / allocatable) / Σ w × 100 × binpack.weight``.
 
         A resource the node does not offer adds 0 but its weight still counts; one that would
@@ -108,7 +91,7 @@ class BinpackPlugin(Plugin):
         """
         score = 0.0
         weight_sum = 0
-        for i, request, weight in terms:
+        for i, request, weight in self._task_terms(task):
             capacity = node.allocatable[i]
             if capacity != 0 and weight != 0:
                 used = request + node.used[i]

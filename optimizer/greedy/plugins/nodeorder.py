@@ -165,7 +165,12 @@ class NodeOrderPlugin(Plugin):
         else:
             scores = dict.fromkeys(names, 0)
         if w.taint_toleration:
-            for name, score in self._taint_scores(task, nodes).items():
+            taints = self._taint_scores(task, nodes)
+            if taints is None:
+                # No node has an intolerable PreferNoSchedule taint: every node gets 100.
+                untainted = MAX_NODE_SCORE * w.taint_toleration
+                return {name: float(score + untainted) for name, score in scores.items()}
+            for name, score in taints.items():
                 scores[name] += score * w.taint_toleration
         return {name: float(score) for name, score in scores.items()}
 
@@ -225,9 +230,10 @@ class NodeOrderPlugin(Plugin):
                 fractions.append(fraction if fraction < 1.0 else 1.0)
         return balanced_score(fractions) * weight
 
-    def _taint_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, int]:
+    def _taint_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, int] | None:
         """TaintToleration: intolerable PreferNoSchedule taints per node, reverse-normalised
-        over ``nodes``. Taints never change in a session, so the counts are computed once per
+        over ``nodes``; None when no node of the cluster has one, which normalises to 100
+        everywhere. Taints never change in a session, so the counts are computed once per
         distinct set of tolerations (only those without an effect or with PreferNoSchedule
         matter here)."""
         tolerations = tuple(
@@ -240,4 +246,6 @@ class NodeOrderPlugin(Plugin):
                 for taints in self._soft_taints
             ]
             self._taint_counts[tolerations] = counts
+        if not any(counts):
+            return None
         return reverse_normalise({node.name: counts[node.index] for node in nodes})
