@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
 
+import numpy as np
+
 from models.cluster import Node
 from models.gpu import GpuDevice, GpuFilter, GpuRequest
 from models.resources import CPU, MEMORY, PODS, Resources
@@ -320,6 +322,15 @@ class NodeInfo:
             self.used = vsub(self.used, task.resreq)
             if task.status is Status.RELEASING:
                 self.releasing = vsub(self.releasing, task.resreq)
+
+
+class NodeList(list[NodeInfo]):
+    """A fixed list of nodes in node-index order (the cluster's, or one HyperNode's), with
+    their indices as an array, which lets a scan read per-node arrays at those positions."""
+
+    @cached_property
+    def indices(self) -> np.ndarray:
+        return np.array([node.index for node in self], dtype=np.intp)
 
 
 @dataclass(eq=False)

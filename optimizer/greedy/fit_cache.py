@@ -9,10 +9,10 @@ for every pod of a job does not re-run the filters on nodes nobody touched. The 
 says whether the task fits the node's *idle* resources (§2.4), which decides the idle-fit /
 future-fit split and is read right after.
 
-A shape scanned more than once also gets its verdicts on *every* node as arrays
-(:class:`DenseFits`), brought up to date from the change log before each scan, so that the scan
-of the whole cluster picks its first K feasible nodes with array operations instead of a loop
-over nodes. Failures are interned: an array holds each node's failure number (−1: it passes).
+A shape scanned often also gets its verdicts on *every* node as an array (:class:`DenseFits`),
+brought up to date from the change log before each scan, so that a scan picks its first K
+feasible nodes with array operations instead of a loop over nodes. Failures are interned: the
+array holds each node's failure number (−1: it passes).
 
 Hook for predicate plugins: a plugin that registers a ``predicate`` also registers a
 ``predicate_key`` function, ``key(task) -> Hashable | None``, returning everything its predicate
@@ -42,9 +42,6 @@ UNCACHEABLE = -2
 """``TaskInfo.fit_shape`` of a task some predicate plugin declared uncacheable."""
 PASSES = -1
 """The failure number of a node that passes."""
-DENSE_AFTER = 2
-"""Scans of a shape before it gets dense verdicts: a shape seen once (a single-pod job) would
-pay a check of every node for a scan that may stop after a few."""
 
 
 @dataclass
@@ -71,7 +68,8 @@ class FitTable:
 
     versions: list[int]
     verdicts: list[Verdict | None]
-    scans: int = 0
+    visited: int = 0
+    """Nodes checked one by one for this shape so far (node-by-node scans)."""
     dense: DenseFits | None = None
 
 
@@ -147,13 +145,15 @@ def store(table: FitTable, node: NodeInfo, verdict: Verdict) -> Verdict:
 def dense_fits(
     ssn: Session, table: FitTable, check: Callable[[NodeInfo], Verdict]
 ) -> DenseFits | None:
-    """The shape's verdicts on every node, brought up to date (None while the shape has had
-    fewer than ``DENSE_AFTER`` scans); ``check`` gives a node's current verdict."""
-    table.scans += 1
-    if table.scans < DENSE_AFTER:
-        return None
+    """The shape's verdicts on every node, brought up to date; ``check`` gives a node's current
+    verdict. None until node-by-node scans of the shape have checked as many nodes as the
+    cluster has: building the arrays costs a check of every node, which a shape seen once
+    (a single-pod job) would pay for a scan that may stop after a few, so it is built once
+    the shape has spent that much anyway."""
     log = ssn.node_changes
     nodes = ssn.node_list
+    if table.dense is None and table.visited < len(nodes):
+        return None
     cache = ssn.fit_cache
     dense = table.dense
     if dense is None:

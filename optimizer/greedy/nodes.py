@@ -11,7 +11,7 @@ from collections.abc import Hashable, Sequence
 
 from .api import NodeInfo, TaskInfo
 from .devices import PLUGIN as DEVICE_PLUGIN
-from .devices import PODGROUP_POLICY, SPREAD, DeviceFit, fit
+from .devices import PODGROUP_POLICY, SPREAD, DeviceFit, DeviceRules, fit
 from .fit_cache import Verdict, fit_table, lookup, store
 from .session import UNSCHEDULABLE, FitFailure, Session
 
@@ -52,7 +52,10 @@ def device_fit(ssn: Session, task: TaskInfo, node: NodeInfo) -> DeviceFit | FitF
     cached = ssn.device_fits.get(key)
     if cached is not None and cached[0] == node.gpu_version:
         return cached[1]
-    result = fit(task, node, ssn.device_policy)
+    rules = ssn.device_rules.get(task.device_key)
+    if rules is None:
+        rules = ssn.device_rules[task.device_key] = DeviceRules.of(task)
+    result = fit(task, node, ssn.device_policy, rules=rules)
     ssn.device_fits[key] = (node.gpu_version, result)
     return result
 

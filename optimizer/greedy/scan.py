@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .api import NodeInfo, TaskInfo
+from .api import NodeInfo, NodeList, TaskInfo
 from .devices import PLUGIN as DEVICE_PLUGIN
 from .fit_cache import PASSES, FitCache, dense_fits, fit_table
 from .nodes import device_key, verdict
@@ -26,6 +26,8 @@ from .session import FitFailure, Session
 MIN_FEASIBLE_NODES = 100
 MIN_PERCENTAGE = 5
 DEVICE_SHORTAGE = "node(s) without the free GPU devices requested"
+ARRAY_SCAN_MIN = 16
+"""Below this many nodes a node-by-node scan costs less than the array operations."""
 
 
 def nodes_to_find(total: int) -> int:
@@ -107,34 +109,30 @@ class FitReport:
 
 class RoleCache:
     """The predicate helper's error cache within one placement call (§2.3): per task role, the
-    failure first recorded for each node, as a failure number per node index (a list, which
-    the node-by-node scan reads cheaply; array scans convert it)."""
+    failure first recorded for each node, as a failure number per node index."""
 
     def __init__(self, ssn: Session) -> None:
         self._cache = ssn.fit_cache
         self._count = len(ssn.node_list)
-        self._roles: dict[str, list[int]] = {}
+        self._roles: dict[str, np.ndarray] = {}
 
-    def numbers(self, role: str) -> list[int]:
+    def numbers(self, role: str) -> np.ndarray:
         found = self._roles.get(role)
         if found is None:
-            found = self._roles[role] = [PASSES] * self._count
+            found = self._roles[role] = np.full(self._count, PASSES, dtype=np.int32)
         return found
 
     def get(self, role: str, node: NodeInfo) -> FitFailure | None:
         found = self._roles.get(role)
         if found is None:
             return None
-        number = found[node.index]
+        number = int(found[node.index])
         return None if number == PASSES else self._cache.failures[number]
 
     def record(self, role: str, node: NodeInfo, failure: FitFailure) -> None:
         numbers = self.numbers(role)
         if numbers[node.index] == PASSES:
             numbers[node.index] = self._cache.number(failure)
-
-    def replace(self, role: str, numbers: list[int]) -> None:
-        self._roles[role] = numbers
 
 
 def predicate_nodes(
@@ -158,10 +156,10 @@ def predicate_nodes(
     if total == 0:
         return []
     table = fit_table(ssn, task, device_key)
-    if table is not None and nodes is ssn.node_list:
+    if table is not None and isinstance(nodes, NodeList) and total >= ARRAY_SCAN_MIN:
         dense = dense_fits(ssn, table, lambda node: verdict(ssn, task, node))
         if dense is not None:
-            return _array_scan(ssn, task, dense.failures, report, role_cache)
+            return _array_scan(ssn, task, nodes, dense.failures, report, role_cache)
     if report.scanned:
         report.materialise()
     want = nodes_to_find(total)
@@ -186,6 +184,8 @@ def predicate_nodes(
             report.failures[node.name] = failure
             if role_cache is not None and role:
                 role_cache.record(role, node, failure)
+    if table is not None:
+        table.visited += processed
     ssn.last_processed_node = (start + processed) % total
     return feasible
 
@@ -193,24 +193,27 @@ def predicate_nodes(
 def _array_scan(
     ssn: Session,
     task: TaskInfo,
-    current: np.ndarray,
+    nodes: NodeList,
+    failures: np.ndarray,
     report: FitReport,
     role_cache: RoleCache | None,
 ) -> list[NodeInfo]:
-    """The whole-cluster scan on the shape's failure numbers per node (``current``): the same
-    nodes, offset and failures as the node-by-node scan, without a loop over nodes."""
-    nodes = ssn.node_list
+    """The scan of ``nodes`` on the shape's failure number per node index (``failures``): the
+    same nodes, offset and failures as the node-by-node scan, without a loop over nodes."""
     total = len(nodes)
+    whole = nodes is ssn.node_list
     start = ssn.last_processed_node % total
+    current = failures if whole else failures[nodes.indices]
     role = task.role
     recorded = None
     if role_cache is not None and role:
-        recorded = np.array(role_cache.numbers(role), dtype=np.int32)
+        numbers = role_cache.numbers(role)
+        recorded = numbers if whole else numbers[nodes.indices]
     effective = current if recorded is None else np.where(recorded != PASSES, recorded, current)
     in_order = np.concatenate((effective[start:], effective[:start]))
-    passing = np.flatnonzero(in_order == PASSES)[: nodes_to_find(total)]
-    found = len(passing) == nodes_to_find(total)
-    processed = int(passing[-1]) + 1 if found else total
+    want = nodes_to_find(total)
+    passing = np.flatnonzero(in_order == PASSES)[:want]
+    processed = int(passing[-1]) + 1 if len(passing) == want else total
     report.scanned.append(_Scanned(in_order[:processed], start, nodes))
     if recorded is not None and role_cache is not None:
         # Every failing node passed over is recorded; a node recorded before keeps its entry,
@@ -218,6 +221,6 @@ def _array_scan(
         rotated = np.concatenate((recorded[start:], recorded[:start]))
         rotated[:processed] = in_order[:processed]
         back = np.concatenate((rotated[total - start :], rotated[: total - start]))
-        role_cache.replace(role, back.tolist())
+        role_cache.numbers(role)[nodes.indices] = back
     ssn.last_processed_node = (start + processed) % total
     return [nodes[(start + k) % total] for k in passing.tolist()]

@@ -26,6 +26,7 @@ from .api import (
     GpuState,
     JobInfo,
     NodeInfo,
+    NodeList,
     QueueInfo,
     Status,
     TaskInfo,
@@ -150,7 +151,7 @@ class Session:
                 names.update(task.init_resources)
         self.dims = Dims(names)
         self.nodes: dict[str, NodeInfo] = {}
-        self.node_list: list[NodeInfo] = []
+        self.node_list = NodeList()
         self.jobs: dict[str, JobInfo] = {}
         self.queues: dict[str, QueueInfo] = {}
         self.records = Records()
@@ -168,6 +169,9 @@ class Session:
         """(task ``device_key``, node index) → (the node's ``gpu_version``, fit result)."""
         self.device_signatures: dict[Hashable, int] = {}
         """Device request signature → its number (a task's ``device_key``)."""
+        self.device_rules: dict[int, Any] = {}
+        """Device request number → its ``devices.DeviceRules``."""
+        self._hypernode_nodes: dict[str, NodeList] = {}
         self.score_keys: dict[str, Hashable] = {}
         """Task uid → its ``node_order_key`` (``nodes.node_orders``)."""
         self.score_tables: dict[Hashable, tuple[list[int], list[float]]] = {}
@@ -676,6 +680,15 @@ class Session:
         return Statement(self)
 
     # -- helpers -----------------------------------------------------------------------------
+
+    def nodes_in(self, hypernode: str) -> NodeList:
+        """The nodes of a HyperNode in node order (the topology is fixed for the session)."""
+        found = self._hypernode_nodes.get(hypernode)
+        if found is None:
+            members = (self.nodes[n] for n in self.topology.real_nodes(hypernode))
+            found = NodeList(sorted(members, key=lambda n: n.index))
+            self._hypernode_nodes[hypernode] = found
+        return found
 
     def queue_of(self, job: JobInfo) -> QueueInfo | None:
         return self.queues.get(job.queue)

@@ -291,13 +291,13 @@ def allocate_for_subjob(
         for hypernode in gradient:
             trial = sheet.clone(ssn)
             job.role_fit_failed.clear()
-            stmt = allocate_tasks(ssn, job, trial, _nodes_of(ssn, hypernode))
+            stmt = allocate_tasks(ssn, job, trial, ssn.nodes_in(hypernode))
             if stmt is not None and stmt.operations:
                 found[hypernode] = (list(stmt.operations), trial)
             if stmt is not None:
                 stmt.discard()
         if found:
-            scores = ssn.hypernode_order(job, {h: _nodes_of(ssn, h) for h in found})
+            scores = ssn.hypernode_order(job, {h: ssn.nodes_in(h) for h in found})
             top = max(scores.get(h, 0.0) for h in found)
             best = [h for h in found if scores.get(h, 0.0) == top]
             # Volcano quirk (§9.14): SelectBestHyperNodeAndScore breaks ties at random.
@@ -333,7 +333,3 @@ def topology_reason(ssn: Session, job: JobInfo, gradients: list[list[str]]) -> s
         f"{mode} network topology: no HyperNode of {limit} could hold the gang "
         f"(tried {'; '.join(tried)})"
     )
-
-
-def _nodes_of(ssn: Session, hypernode: str) -> list[NodeInfo]:
-    return sorted((ssn.nodes[n] for n in ssn.topology.real_nodes(hypernode)), key=lambda n: n.index)
