@@ -279,8 +279,9 @@ class NodeInfo:
     gpu_version: int = 0
     """Bumped whenever a pod books or releases devices here, so device fits can be cached."""
     version: int = 0
-    """Bumped by :meth:`touch` whenever the node's state changes, so node checks can be
-    cached (``fit_cache``)."""
+    """Names the node's state: changed by :meth:`touch` whenever the state changes, and by
+    :meth:`restore` when it returns to an earlier one, so that one version always means one
+    state and node checks and scores can be cached by it (``fit_cache``)."""
     changes: list[int] = field(default_factory=list)
     """The session's node change log (shared by its nodes): the index of every touched node."""
     pod_capacity: int = 110
@@ -295,9 +296,15 @@ class NodeInfo:
         return vsub(vadd(self.idle, self.releasing), self.pipelined)
 
     def touch(self) -> None:
-        """Record a change of the node's tasks, resources or devices."""
-        self.version += 1
+        """Record a change of the node's tasks, resources or devices: the new state gets a
+        version no state of this node had before (the log only grows)."""
         self.changes.append(self.index)
+        self.version = len(self.changes)
+
+    def restore(self, version: int) -> None:
+        """Back to the exact state that had ``version`` (an operation undone)."""
+        self.changes.append(self.index)
+        self.version = version
 
     def add_task(self, task: TaskInfo) -> None:
         """``NodeInfo.AddTask`` for the task's current status."""

@@ -104,6 +104,10 @@ class Operation:
     node: str
     reason: str = ""
     gpus: tuple[DeviceShare, ...] | None = None
+    before: int = -1
+    """The node's version before the operation (see :meth:`Session.undo`)."""
+    after: int = -1
+    """The node's version right after it."""
 
 
 @dataclass
@@ -622,28 +626,41 @@ class Session:
         status: Status,
         kind: str,
     ) -> Operation:
+        before = node.version
         self._update_status(task, status)
         task.node = node.name
         task.gpus = gpus
         node.add_task(task)
         self._book_gpus(task, node)
         self._fire(True, task)
-        return Operation(kind, task, node.name, gpus=gpus)
+        return Operation(kind, task, node.name, gpus=gpus, before=before, after=node.version)
 
     def evict(self, task: TaskInfo, reason: str) -> Operation:
         """Mark a running task Releasing: it keeps its node resources until it is gone."""
         node = self.nodes[task.node]
+        before = node.version
         node.remove_task(task)
         self._update_status(task, Status.RELEASING)
         node.add_task(task)
         task.evict_reason = reason
         self._fire(False, task)
-        return Operation("evict", task, node.name, reason)
+        return Operation("evict", task, node.name, reason, before=before, after=node.version)
 
     def undo(self, op: Operation) -> None:
-        """Reverse one operation (``Statement.Discard`` walks them backwards)."""
+        """Reverse one operation (``Statement.Discard`` walks them backwards).
+
+        A node still in the state the operation left it in (its version is the one the
+        operation ended with) goes back to the state before it, so it gets that state's
+        version back: verdicts and scores cached for it hold again, and a dry run that is
+        discarded does not make every later scan re-check the nodes it tried."""
         task = op.task
         node = self.nodes[op.node]
+        restorable = op.after == node.version
+        self._reverse(op, task, node)
+        if restorable:
+            node.restore(op.before)
+
+    def _reverse(self, op: Operation, task: TaskInfo, node: NodeInfo) -> None:
         if op.kind in ("allocate", "pipeline"):
             self._release_gpus(task, node)
             node.remove_task(task)
