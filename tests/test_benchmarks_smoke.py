@@ -66,3 +66,12 @@ def test_greedy_speed_runs_on_a_tiny_custom_instance() -> None:
     assert ["instances/demo.yaml", "8"] in [c[:2] for c in cells]
     assert any(c[1:3] == ["20", "60"] for c in cells)
     assert "requirement" in result.stdout
+
+
+def test_greedy_plans_check_finds_the_recorded_plans_of_small_instances() -> None:
+    """The greedy engine still decides the recorded plan of every instance file and of shape
+    S (the whole record, shapes M to XL included, is checked by hand: it takes minutes)."""
+    cases = "demo.yaml,gpu-sharing.yaml,tdm.yaml,topology-heavy.yaml,S:1,S:2"
+    result = _run("greedy_plans.py", "--check", "--cases", cases)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("same plan, same reasons") == 6
