@@ -64,10 +64,14 @@ class DenseFits:
 
 @dataclass
 class FitTable:
-    """The verdicts of one fit shape, per node index, with the node version they hold for."""
+    """The verdicts of one fit shape, per node index, with the node version they hold for,
+    and each node's verdict for the version before: a dry run that is discarded gives the
+    node its earlier version back (``Session.undo``), whose verdict then still holds."""
 
     versions: list[int]
     verdicts: list[Verdict | None]
+    earlier_versions: list[int]
+    earlier_verdicts: list[Verdict | None]
     visited: int = 0
     """Nodes checked one by one for this shape so far (node-by-node scans)."""
     dense: DenseFits | None = None
@@ -86,10 +90,14 @@ class FitCache:
 
     def plugin_mask(self, plugin: str) -> np.ndarray:
         """Per failure number, whether ``plugin`` reported it (summaries group the device
-        fit's failures, which name their node)."""
-        if len(self._mask) != len(self.failures) or self._mask_plugin != plugin:
-            self._mask = np.array([f.plugin == plugin for f in self.failures], dtype=bool)
-            self._mask_plugin = plugin
+        fit's failures, which name their node); extended for the failures added since the
+        last call."""
+        if self._mask_plugin != plugin:
+            self._mask, self._mask_plugin = np.zeros(0, dtype=bool), plugin
+        done = len(self._mask)
+        if done != len(self.failures):
+            tail = np.array([f.plugin == plugin for f in self.failures[done:]], dtype=bool)
+            self._mask = np.concatenate((self._mask, tail))
         return self._mask
 
     def number(self, failure: FitFailure | None) -> int:
@@ -122,7 +130,9 @@ def fit_table(
         if shape is None:
             shape = cache.shapes[key] = len(cache.tables)
             count = len(ssn.node_list)
-            cache.tables.append(FitTable([-1] * count, [None] * count))
+            cache.tables.append(
+                FitTable([-1] * count, [None] * count, [-1] * count, [None] * count)
+            )
         task.fit_shape = shape
     if shape == UNCACHEABLE:
         return None
@@ -130,13 +140,19 @@ def fit_table(
 
 
 def lookup(table: FitTable, node: NodeInfo) -> Verdict | None:
-    """The verdict stored for ``node`` if it is still current."""
-    i = node.index
-    return table.verdicts[i] if table.versions[i] == node.version else None
+    """The verdict stored for ``node``'s current version, if any."""
+    i, version = node.index, node.version
+    if table.versions[i] == version:
+        return table.verdicts[i]
+    if table.earlier_versions[i] == version:
+        return table.earlier_verdicts[i]
+    return None
 
 
 def store(table: FitTable, node: NodeInfo, verdict: Verdict) -> Verdict:
     i = node.index
+    table.earlier_versions[i] = table.versions[i]
+    table.earlier_verdicts[i] = table.verdicts[i]
     table.versions[i] = node.version
     table.verdicts[i] = verdict
     return verdict

@@ -100,10 +100,10 @@ class FitReport:
             if device.any():
                 counts[DEVICE_SHORTAGE] = int(device.sum())
                 example = self.cache.failures[int(failed[device.argmax()])].reason
-            by_number = np.bincount(failed[~device])
-            for number in np.flatnonzero(by_number).tolist():
+            numbers, times = np.unique(failed[~device], return_counts=True)
+            for number, n in zip(numbers.tolist(), times.tolist(), strict=True):
                 reason = self.cache.failures[number].reason
-                counts[reason] = counts.get(reason, 0) + int(by_number[number])
+                counts[reason] = counts.get(reason, 0) + n
         return counts, example
 
 

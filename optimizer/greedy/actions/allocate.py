@@ -27,11 +27,12 @@ class Worksheet:
 
     tasks: GoHeap
 
-    def clone(self, ssn: Session) -> Worksheet:
-        heap: GoHeap = GoHeap(ssn.task_order)
-        for task in self.tasks.items():
-            heap.push(task)
-        return Worksheet(heap)
+    def clone(self) -> Worksheet:
+        """An independent copy for a dry run. Volcano's clone pushes every task into a new
+        heap; task order is a strict total order that does not change during the session
+        (pod priority, then index and UID), so a copy of the heap pops the same tasks in the
+        same order."""
+        return Worksheet(self.tasks.copy())
 
     def empty(self) -> bool:
         return self.tasks.empty()
@@ -250,7 +251,7 @@ def allocate_for_job(
     for gradient in gradients:
         solutions: list[Solution] = []
         for hypernode in gradient:
-            trial = sheet.clone(ssn)
+            trial = sheet.clone()
             job.role_fit_failed.clear()
             stmt, score = allocate_for_subjob(ssn, job, trial, hypernode)
             if (
@@ -289,7 +290,7 @@ def allocate_for_subjob(
     for gradient in ssn.hypernode_gradient(job, root, "allocate", True):
         found: dict[str, tuple[list[Operation], Worksheet]] = {}
         for hypernode in gradient:
-            trial = sheet.clone(ssn)
+            trial = sheet.clone()
             job.role_fit_failed.clear()
             stmt = allocate_tasks(ssn, job, trial, ssn.nodes_in(hypernode))
             if stmt is not None and stmt.operations:
