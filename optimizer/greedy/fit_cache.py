@@ -173,7 +173,7 @@ def dense_fits(
     cache = ssn.fit_cache
     dense = table.dense
     if dense is None:
-        numbers = [cache.number(check(node).failure) for node in nodes]
+        numbers = [cache.number((lookup(table, node) or check(node)).failure) for node in nodes]
         dense = table.dense = DenseFits(np.array(numbers, dtype=np.int32), len(log))
         return dense
     if dense.synced == len(log):
@@ -181,7 +181,10 @@ def dense_fits(
     fresh = len(log) - dense.synced
     changed = set(log[dense.synced :]) if fresh < len(nodes) else range(len(nodes))
     failures = dense.failures
+    versions, verdicts = table.versions, table.verdicts
     for i in changed:
-        failures[i] = cache.number(check(nodes[i]).failure)
+        node = nodes[i]
+        found = verdicts[i] if versions[i] == node.version else lookup(table, node) or check(node)
+        failures[i] = cache.number(found.failure)  # type: ignore[union-attr]
     dense.synced = len(log)
     return dense

@@ -115,11 +115,17 @@ def best_node(ssn: Session, task: TaskInfo, feasible: Sequence[NodeInfo]) -> Nod
     broken uniformly at random (``SelectBestNodeAndScore``)."""
     # Volcano quirk (§9.16): an idle-fit node beats any future-fit node, whatever the scores.
     table = fit_table(ssn, task, device_key)
-    idle_fit = [
-        n
-        for n in feasible
-        if ((table is not None and lookup(table, n)) or verdict(ssn, task, n)).idle_fit
-    ]
+    if table is not None:
+        versions, verdicts = table.versions, table.verdicts
+        idle_fit = [
+            n
+            for n in feasible
+            if (
+                verdicts[n.index] if versions[n.index] == n.version else verdict(ssn, task, n)
+            ).idle_fit  # type: ignore[union-attr]
+        ]
+    else:
+        idle_fit = [n for n in feasible if verdict(ssn, task, n).idle_fit]
     group = idle_fit or list(feasible)
     if len(group) == 1:
         return group[0]

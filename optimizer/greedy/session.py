@@ -435,8 +435,11 @@ class Session:
         return total
 
     def batch_node_order(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, float]:
-        scores: dict[str, float] = {}
-        for fn in self._fns("batch_node_order"):
+        fns = self._fns("batch_node_order")
+        if not fns:
+            return {}
+        scores = dict(fns[0](task, nodes))
+        for fn in fns[1:]:
             for name, score in fn(task, nodes).items():
                 scores[name] = scores.get(name, 0.0) + score
         return scores
