@@ -287,6 +287,14 @@ class NodeInfo:
     pod_capacity: int = 110
     """The node's ``pods`` allocatable (read once: the pod-count predicate runs per task)."""
 
+    @cached_property
+    def gpus_by_id(self) -> dict[str, list[GpuState]]:
+        """The node's devices by id (the inventory is fixed for the session)."""
+        by_id: dict[str, list[GpuState]] = {}
+        for state in self.gpus:
+            by_id.setdefault(state.device.id, []).append(state)
+        return by_id
+
     @property
     def idle(self) -> list[int]:
         return vsub(self.allocatable, self.used)

@@ -590,20 +590,19 @@ class Session:
             node.gpu_version += 1
             node.touch()
         for share in task.gpus or ():
-            for state in node.gpus:
-                if state.device.id == share.id:
-                    state.used_num += 1
-                    state.used_mem += share.memory
-                    state.used_core += share.cores
-                    state.pods[task.uid] = (share.memory, share.cores)
+            for state in node.gpus_by_id.get(share.id, ()):
+                state.used_num += 1
+                state.used_mem += share.memory
+                state.used_core += share.cores
+                state.pods[task.uid] = (share.memory, share.cores)
 
     def _release_gpus(self, task: TaskInfo, node: NodeInfo) -> None:
         if task.gpus:
             node.gpu_version += 1
             node.touch()
         for share in task.gpus or ():
-            for state in node.gpus:
-                if state.device.id == share.id and task.uid in state.pods:
+            for state in node.gpus_by_id.get(share.id, ()):
+                if task.uid in state.pods:
                     state.used_num -= 1
                     state.used_mem -= share.memory
                     state.used_core -= share.cores

@@ -159,20 +159,20 @@ class NodeOrderPlugin(Plugin):
 
     def batch_node_order(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, float]:
         w = self.weights
-        names = [n.name for n in nodes]
         if w.least_requested or w.most_requested or w.balanced_resource:
-            scores = dict(zip(names, self._resource_scores(task, nodes), strict=True))
+            values = self._resource_scores(task, nodes)
         else:
-            scores = dict.fromkeys(names, 0)
-        if w.taint_toleration:
-            taints = self._taint_scores(task, nodes)
-            if taints is None:
-                # No node has an intolerable PreferNoSchedule taint: every node gets 100.
-                untainted = MAX_NODE_SCORE * w.taint_toleration
-                return {name: float(score + untainted) for name, score in scores.items()}
-            for name, score in taints.items():
-                scores[name] += score * w.taint_toleration
-        return {name: float(score) for name, score in scores.items()}
+            values = [0] * len(nodes)
+        taints = self._taint_scores(task, nodes) if w.taint_toleration else {}
+        if taints is None:
+            # No node has an intolerable PreferNoSchedule taint: every node gets 100.
+            untainted = MAX_NODE_SCORE * w.taint_toleration
+            return {n.name: float(v + untainted) for n, v in zip(nodes, values, strict=True)}
+        weight = w.taint_toleration
+        return {
+            n.name: float(v + taints.get(n.name, 0) * weight)
+            for n, v in zip(nodes, values, strict=True)
+        }
 
     def _resource_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[int]:
         """The weighted LeastAllocated, MostAllocated and BalancedAllocation score per node.
