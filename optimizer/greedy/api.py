@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
+from operator import add, le, sub
 
 import numpy as np
 
@@ -69,17 +70,18 @@ class Dims:
 
 
 def vadd(a: list[int], b: list[int]) -> list[int]:
-    return [x + y for x, y in zip(a, b, strict=True)]
+    """Element-wise sum; every vector of a session has one entry per :class:`Dims` name."""
+    return list(map(add, a, b))
 
 
 def vsub(a: list[int], b: list[int]) -> list[int]:
-    return [x - y for x, y in zip(a, b, strict=True)]
+    return list(map(sub, a, b))
 
 
 def vle(a: list[int], b: list[int]) -> bool:
     """Volcano ``LessEqual`` in Zero mode on integer vectors (the 0.1 tolerance cannot matter
     between integers)."""
-    return all(x <= y for x, y in zip(a, b, strict=True))
+    return all(map(le, a, b))
 
 
 def vempty(a: list[int]) -> bool:

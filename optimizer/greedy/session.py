@@ -176,6 +176,8 @@ class Session:
         self.device_rules: dict[int, Any] = {}
         """Device request number → its ``devices.DeviceRules``."""
         self._hypernode_nodes: dict[str, NodeList] = {}
+        self.kube_nodes: Any = None
+        """The kube-scheduler NodeInfo view ``predicates`` and ``nodeorder`` share."""
         self.score_keys: dict[str, Hashable] = {}
         """Task uid → its ``node_order_key`` (``nodes.node_orders``)."""
         self.score_tables: dict[Hashable, tuple[list[int], list[float]]] = {}

@@ -141,7 +141,7 @@ class NodeOrderPlugin(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         self.weights = NodeOrderWeights.from_arguments(self.arguments)
-        self.view = KubeNodeView(ssn)
+        self.view = KubeNodeView.of(ssn)
         index = ssn.dims.index
         self._cpu = index[CPU]
         self._memory = index[MEMORY]

@@ -8,8 +8,8 @@ that before any PredicateFn runs.
 
 The plugin keeps a kube-scheduler ``NodeInfo`` per node, updated by session events exactly as
 Volcano's event handler does: a pod placed or pipelined this session is added, an evicted or
-un-placed one removed. :class:`KubeNodeView` is that bookkeeping; ``nodeorder`` keeps its own
-copy, because its scores read the same ``NodeInfo``.
+un-placed one removed. :class:`KubeNodeView` is that bookkeeping; ``nodeorder`` reads the same
+one, because its scores read the same ``NodeInfo``.
 """
 
 from __future__ import annotations
@@ -51,6 +51,14 @@ class KubeNodeView:
     not set counts as 100m / 200 MiB (an explicit 0 stays 0, ``GetNonzeroRequestForResource``).
     Lists are indexed by ``NodeInfo.index``.
     """
+
+    @classmethod
+    def of(cls, ssn: Session) -> KubeNodeView:
+        """The session's view, made by the first plugin that needs it: ``predicates`` and
+        ``nodeorder`` read the same kube-scheduler NodeInfo, so they share one."""
+        if ssn.kube_nodes is None:
+            ssn.kube_nodes = cls(ssn)
+        return ssn.kube_nodes  # type: ignore[no-any-return]
 
     def __init__(self, ssn: Session) -> None:
         self._ssn = ssn
@@ -135,7 +143,7 @@ class PredicatesPlugin(Plugin):
     name = "predicates"
 
     def on_session_open(self, ssn: Session) -> None:
-        self.view = KubeNodeView(ssn)
+        self.view = KubeNodeView.of(ssn)
         filters = enabled_filters(self.arguments)
         self._unschedulable = "NodeUnschedulable" in filters
         self._affinity = "NodeAffinity" in filters
