@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from models.instance import Instance
@@ -759,8 +760,10 @@ class Statement:
             self.operations.append(self.ssn.redo(op))
 
 
+@lru_cache(maxsize=1 << 16)
 def pod_index(name: str) -> int | None:
-    """The index suffix ``CompareTask`` reads: the last ``-`` token when there are ≥ 3."""
+    """The index suffix ``CompareTask`` reads: the last ``-`` token when there are ≥ 3
+    (remembered: every sift of a task heap compares two names)."""
     parts = name.split("-")
     if len(parts) < 3:
         return None
