@@ -64,14 +64,14 @@ class DenseFits:
 
 @dataclass
 class FitTable:
-    """The verdicts of one fit shape, per node index, with the node version they hold for,
-    and each node's verdict for the version before: a dry run that is discarded gives the
-    node its earlier version back (``Session.undo``), whose verdict then still holds."""
+    """The verdicts of one fit shape by node index, each with the node version it holds for.
+    Only nodes checked for the shape have one, so that thousands of one-pod shapes do not each
+    cost a list of every node. Each node also keeps its verdict for the version before: a dry
+    run that is discarded gives the node its earlier version back (``Session.undo``), whose
+    verdict then still holds."""
 
-    versions: list[int]
-    verdicts: list[Verdict | None]
-    earlier_versions: list[int]
-    earlier_verdicts: list[Verdict | None]
+    current: dict[int, tuple[int, Verdict]] = field(default_factory=dict)
+    earlier: dict[int, tuple[int, Verdict]] = field(default_factory=dict)
     visited: int = 0
     """Nodes checked one by one for this shape so far (node-by-node scans)."""
     dense: DenseFits | None = None
@@ -129,10 +129,7 @@ def fit_table(
         shape = cache.shapes.get(key)
         if shape is None:
             shape = cache.shapes[key] = len(cache.tables)
-            count = len(ssn.node_list)
-            cache.tables.append(
-                FitTable([-1] * count, [None] * count, [-1] * count, [None] * count)
-            )
+            cache.tables.append(FitTable())
         task.fit_shape = shape
     if shape == UNCACHEABLE:
         return None
@@ -141,20 +138,21 @@ def fit_table(
 
 def lookup(table: FitTable, node: NodeInfo) -> Verdict | None:
     """The verdict stored for ``node``'s current version, if any."""
-    i, version = node.index, node.version
-    if table.versions[i] == version:
-        return table.verdicts[i]
-    if table.earlier_versions[i] == version:
-        return table.earlier_verdicts[i]
-    return None
+    entry = table.current.get(node.index)
+    if entry is None:
+        return None
+    if entry[0] == node.version:
+        return entry[1]
+    entry = table.earlier.get(node.index)
+    return entry[1] if entry is not None and entry[0] == node.version else None
 
 
 def store(table: FitTable, node: NodeInfo, verdict: Verdict) -> Verdict:
     i = node.index
-    table.earlier_versions[i] = table.versions[i]
-    table.earlier_verdicts[i] = table.verdicts[i]
-    table.versions[i] = node.version
-    table.verdicts[i] = verdict
+    old = table.current.get(i)
+    if old is not None:
+        table.earlier[i] = old
+    table.current[i] = (node.version, verdict)
     return verdict
 
 
@@ -181,10 +179,8 @@ def dense_fits(
     fresh = len(log) - dense.synced
     changed = set(log[dense.synced :]) if fresh < len(nodes) else range(len(nodes))
     failures = dense.failures
-    versions, verdicts = table.versions, table.verdicts
     for i in changed:
         node = nodes[i]
-        found = verdicts[i] if versions[i] == node.version else lookup(table, node) or check(node)
-        failures[i] = cache.number(found.failure)  # type: ignore[union-attr]
+        failures[i] = cache.number((lookup(table, node) or check(node)).failure)
     dense.synced = len(log)
     return dense

@@ -115,17 +115,11 @@ def best_node(ssn: Session, task: TaskInfo, feasible: Sequence[NodeInfo]) -> Nod
     broken uniformly at random (``SelectBestNodeAndScore``)."""
     # Volcano quirk (§9.16): an idle-fit node beats any future-fit node, whatever the scores.
     table = fit_table(ssn, task, device_key)
-    if table is not None:
-        versions, verdicts = table.versions, table.verdicts
-        idle_fit = [
-            n
-            for n in feasible
-            if (
-                verdicts[n.index] if versions[n.index] == n.version else verdict(ssn, task, n)
-            ).idle_fit  # type: ignore[union-attr]
-        ]
-    else:
-        idle_fit = [n for n in feasible if verdict(ssn, task, n).idle_fit]
+    idle_fit = [
+        n
+        for n in feasible
+        if ((table is not None and lookup(table, n)) or verdict(ssn, task, n)).idle_fit
+    ]
     group = idle_fit or list(feasible)
     if len(group) == 1:
         return group[0]
@@ -152,14 +146,11 @@ def node_orders(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list
         return [ssn.node_order(task, n) for n in nodes]
     table = ssn.score_tables.get(key)
     if table is None:
-        count = len(ssn.node_list)
-        table = ssn.score_tables[key] = ([-1] * count, [0.0] * count)
-    versions, values = table
+        table = ssn.score_tables[key] = {}
     out = []
     for node in nodes:
-        i = node.index
-        if versions[i] != node.version:
-            values[i] = ssn.node_order(task, node)
-            versions[i] = node.version
-        out.append(values[i])
+        entry = table.get(node.index)
+        if entry is None or entry[0] != node.version:
+            entry = table[node.index] = (node.version, ssn.node_order(task, node))
+        out.append(entry[1])
     return out

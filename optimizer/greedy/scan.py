@@ -19,7 +19,7 @@ import numpy as np
 
 from .api import NodeInfo, NodeList, TaskInfo
 from .devices import PLUGIN as DEVICE_PLUGIN
-from .fit_cache import PASSES, FitCache, dense_fits, fit_table
+from .fit_cache import PASSES, FitCache, dense_fits, fit_table, lookup
 from .nodes import device_key, verdict
 from .session import FitFailure, Session
 
@@ -172,10 +172,9 @@ def predicate_nodes(
         cached = role_cache.get(role, node) if role_cache is not None and role else None
         if cached is not None:
             failure: FitFailure | None = cached
-        elif table is not None and table.versions[node.index] == node.version:
-            failure = table.verdicts[node.index].failure  # type: ignore[union-attr]
         else:
-            failure = verdict(ssn, task, node).failure
+            found = lookup(table, node) if table is not None else None
+            failure = (found or verdict(ssn, task, node)).failure
         if failure is None:
             feasible.append(node)
             if len(feasible) >= want:

@@ -181,8 +181,8 @@ class Session:
         """The kube-scheduler NodeInfo view ``predicates`` and ``nodeorder`` share."""
         self.score_keys: dict[str, Hashable] = {}
         """Task uid → its ``node_order_key`` (``nodes.node_orders``)."""
-        self.score_tables: dict[Hashable, tuple[list[int], list[float]]] = {}
-        """Score key → (node version, Σ NodeOrderFn) per node index."""
+        self.score_tables: dict[Hashable, dict[int, tuple[int, float]]] = {}
+        """Score key → node index → (node version, Σ NodeOrderFn)."""
         self.node_changes: list[int] = []
         """Index of every node touched, in order (``NodeInfo.touch``; read by ``fit_cache``)."""
         self.fit_cache = FitCache()

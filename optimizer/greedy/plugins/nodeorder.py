@@ -151,8 +151,8 @@ class NodeOrderPlugin(Plugin):
             for node in ssn.node_list
         ]
         self._taint_counts: dict[tuple[Toleration, ...], list[int]] = {}
-        self._resource_tables: dict[tuple[int, ...], tuple[list[int], list[int]]] = {}
-        """Resource-score key → (node version, score) per node index."""
+        self._resource_tables: dict[tuple[int, ...], dict[int, tuple[int, int]]] = {}
+        """Resource-score key → node index → (node version, score)."""
         w = self.weights
         if w.least_requested or w.most_requested or w.balanced_resource or w.taint_toleration:
             ssn.add("batch_node_order", self.name, self.batch_node_order)
@@ -186,18 +186,14 @@ class NodeOrderPlugin(Plugin):
         key = (cpu, memory, tuple(pod[i] for i in self._balanced))
         table = self._resource_tables.get(key)
         if table is None:
-            count = len(self.view.pods)
-            table = self._resource_tables[key] = ([-1] * count, [0] * count)
-        versions, values = table
+            table = self._resource_tables[key] = {}
         out = []
         for node in nodes:
-            i = node.index
-            if versions[i] != node.version:
-                values[i] = self._requested_score(cpu, memory, node) + self._balanced_score(
-                    pod, node
-                )
-                versions[i] = node.version
-            out.append(values[i])
+            entry = table.get(node.index)
+            if entry is None or entry[0] != node.version:
+                score = self._requested_score(cpu, memory, node) + self._balanced_score(pod, node)
+                entry = table[node.index] = (node.version, score)
+            out.append(entry[1])
         return out
 
     def _requested_score(self, cpu: int, memory: int, node: NodeInfo) -> int:
