@@ -34,13 +34,13 @@ from models.gpu import HAMI_CORES, HAMI_COUNT, HAMI_MEMORY_PERCENTAGE
 from models.queues import DEFAULT_QUEUE
 from models.vocabulary import API_VERSION, USE_GPU_TYPE, helm_default_scheduler
 
-from .greedy.nodes import nodes_to_find
 from .greedy.plugins.nodeorder import (
     LEAST_WEIGHTS,
     balanced_score,
     cpu_memory_average,
     least_requested_score,
 )
+from .greedy.scan import nodes_to_find
 
 MILLI = 1000
 """Capacity of one GPU in milli-GPU."""

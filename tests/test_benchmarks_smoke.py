@@ -89,3 +89,12 @@ def test_affinity_runs_on_a_tiny_zoned_cluster() -> None:
     assert [r[0] for r in rows] == ["greedy", "cpsat"]
     assert [r[1] for r in rows] == ["6", "6"]
     assert [r[4] for r in rows] == ["0", "0"]
+
+
+def test_greedy_plans_check_finds_the_recorded_plans_of_small_instances() -> None:
+    """The greedy engine still decides the recorded plan of every instance file and of shape
+    S (the whole record, shapes M to XL included, is checked by hand: it takes minutes)."""
+    cases = "demo.yaml,gpu-sharing.yaml,tdm.yaml,topology-heavy.yaml,S:1,S:2"
+    result = _run("greedy_plans.py", "--check", "--cases", cases)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.count("same plan, same reasons") == 6

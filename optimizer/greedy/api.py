@@ -12,6 +12,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cached_property
+from operator import add, le, sub
+
+import numpy as np
 
 from models.cluster import Node
 from models.gpu import GpuDevice, GpuFilter, GpuRequest
@@ -73,17 +76,18 @@ class Dims:
 
 
 def vadd(a: list[int], b: list[int]) -> list[int]:
-    return [x + y for x, y in zip(a, b, strict=True)]
+    """Element-wise sum; every vector of a session has one entry per :class:`Dims` name."""
+    return list(map(add, a, b))
 
 
 def vsub(a: list[int], b: list[int]) -> list[int]:
-    return [x - y for x, y in zip(a, b, strict=True)]
+    return list(map(sub, a, b))
 
 
 def vle(a: list[int], b: list[int]) -> bool:
     """Volcano ``LessEqual`` in Zero mode on integer vectors (the 0.1 tolerance cannot matter
     between integers)."""
-    return all(x <= y for x, y in zip(a, b, strict=True))
+    return all(map(le, a, b))
 
 
 def vempty(a: list[int]) -> bool:
@@ -118,6 +122,9 @@ class TaskInfo:
     device_key: int = -1
     """Number of the task's device request signature (tasks asking the same of a GPU node
     share it); -1 until the first device fit."""
+    fit_shape: int = -1
+    """Number of the task's fit shape in the session's fit cache (``fit_cache``); -1 until
+    the first node check, -2 when a predicate plugin declared the task uncacheable."""
 
     @cached_property
     def init_needs(self) -> tuple[tuple[int, int], ...]:
@@ -187,8 +194,28 @@ class JobInfo:
     def namespace(self) -> str:
         return self.job.namespace
 
+    status_counts: dict[Status, int] = field(default_factory=dict)
+    """Tasks per status, kept by :meth:`set_status`: gang asks for them at every placement,
+    and counting the tasks each time would be quadratic in the size of the job."""
+    pending_best_effort: int = 0
+
+    def __post_init__(self) -> None:
+        for task in self.tasks.values():
+            self._tally(task, 1)
+
+    def _tally(self, task: TaskInfo, sign: int) -> None:
+        self.status_counts[task.status] = self.status_counts.get(task.status, 0) + sign
+        if task.status is Status.PENDING and task.best_effort:
+            self.pending_best_effort += sign
+
+    def set_status(self, task: TaskInfo, status: Status) -> None:
+        """Change the status of one of the job's tasks (the only place statuses change)."""
+        self._tally(task, -1)
+        task.status = status
+        self._tally(task, 1)
+
     def count(self, statuses: frozenset[Status] | set[Status]) -> int:
-        return sum(1 for t in self.tasks.values() if t.status in statuses)
+        return sum(self.status_counts.get(s, 0) for s in statuses)
 
     def tasks_with(self, status: Status) -> list[TaskInfo]:
         return [t for t in self.tasks.values() if t.status is status]
@@ -203,7 +230,7 @@ class JobInfo:
 
     @property
     def pending_best_effort_num(self) -> int:
-        return sum(1 for t in self.tasks.values() if t.status is Status.PENDING and t.best_effort)
+        return self.pending_best_effort
 
     def is_ready(self) -> bool:
         """``JobInfo.IsReady``: ready + pending BestEffort ≥ minAvailable.
@@ -260,8 +287,22 @@ class NodeInfo:
     index: int = 0
     gpu_version: int = 0
     """Bumped whenever a pod books or releases devices here, so device fits can be cached."""
+    version: int = 0
+    """Names the node's state: changed by :meth:`touch` whenever the state changes, and by
+    :meth:`restore` when it returns to an earlier one, so that one version always means one
+    state and node checks and scores can be cached by it (``fit_cache``)."""
+    changes: list[int] = field(default_factory=list)
+    """The session's node change log (shared by its nodes): the index of every touched node."""
     pod_capacity: int = 110
     """The node's ``pods`` allocatable (read once: the pod-count predicate runs per task)."""
+
+    @cached_property
+    def gpus_by_id(self) -> dict[str, list[GpuState]]:
+        """The node's devices by id (the inventory is fixed for the session)."""
+        by_id: dict[str, list[GpuState]] = {}
+        for state in self.gpus:
+            by_id.setdefault(state.device.id, []).append(state)
+        return by_id
 
     @property
     def idle(self) -> list[int]:
@@ -271,8 +312,20 @@ class NodeInfo:
     def future_idle(self) -> list[int]:
         return vsub(vadd(self.idle, self.releasing), self.pipelined)
 
+    def touch(self) -> None:
+        """Record a change of the node's tasks, resources or devices: the new state gets a
+        version no state of this node had before (the log only grows)."""
+        self.changes.append(self.index)
+        self.version = len(self.changes)
+
+    def restore(self, version: int) -> None:
+        """Back to the exact state that had ``version`` (an operation undone)."""
+        self.changes.append(self.index)
+        self.version = version
+
     def add_task(self, task: TaskInfo) -> None:
         """``NodeInfo.AddTask`` for the task's current status."""
+        self.touch()
         self.tasks[task.uid] = task
         if task.status is Status.PIPELINED:
             self.pipelined = vadd(self.pipelined, task.resreq)
@@ -286,12 +339,22 @@ class NodeInfo:
         stored = self.tasks.pop(task.uid, None)
         if stored is None:
             return
+        self.touch()
         if task.status is Status.PIPELINED:
             self.pipelined = vsub(self.pipelined, task.resreq)
         else:
             self.used = vsub(self.used, task.resreq)
             if task.status is Status.RELEASING:
                 self.releasing = vsub(self.releasing, task.resreq)
+
+
+class NodeList(list[NodeInfo]):
+    """A fixed list of nodes in node-index order (the cluster's, or one HyperNode's), with
+    their indices as an array, which lets a scan read per-node arrays at those positions."""
+
+    @cached_property
+    def indices(self) -> np.ndarray:
+        return np.array([node.index for node in self], dtype=np.intp)
 
 
 @dataclass(eq=False)

@@ -15,7 +15,7 @@ geometries (§5.2) are not modelled: a ``mig`` device accepts a share as a ``ham
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from models.gpu import FULL_CORES, GpuRequest
 from models.vocabulary import NOUSE_GPU_TYPE as NOUSE_TYPE
@@ -45,8 +45,11 @@ class DeviceFit:
 
 
 @dataclass(frozen=True)
-class _Rules:
-    """A pod's device restrictions read with Volcano's rules (hami-gpu.md §3.5, §3.6)."""
+class DeviceRules:
+    """A pod's device restrictions read with Volcano's rules (hami-gpu.md §3.5, §3.6).
+
+    Pods with the same device request signature share one (``nodes.device_fit``), and with
+    it the per-node list of devices they may use at all, which never changes in a session."""
 
     use_types: tuple[str, ...] | None
     """None when the annotation is absent: only then are ``nouse`` types applied."""
@@ -55,9 +58,13 @@ class _Rules:
     nouse_uuids: tuple[str, ...]
     mode: str | None
     podgroup_spread: bool
+    usable: dict[tuple[int, bool], tuple[bool, ...]] = field(
+        default_factory=dict, compare=False, hash=False
+    )
+    """(node index, health checked) → per device of the node, whether the pod may use it."""
 
     @classmethod
-    def of(cls, task: TaskInfo) -> _Rules:
+    def of(cls, task: TaskInfo) -> DeviceRules:
         annotations = task.task.annotations
         flt = task.gpu_filter
         use = annotations.get(USE_TYPE)
@@ -84,6 +91,16 @@ class _Rules:
         if self.use_uuids:
             return uuid in self.use_uuids
         return uuid not in self.nouse_uuids
+
+    def usable_on(self, node: NodeInfo, check_health: bool) -> tuple[bool, ...]:
+        key = (node.index, check_health)
+        found = self.usable.get(key)
+        if found is None:
+            found = self.usable[key] = tuple(
+                _usable(self, g.device.id, g.device.type, check_health and not g.device.health)
+                for g in node.gpus
+            )
+        return found
 
 
 def node_mode(gpus: Sequence[GpuState]) -> str:
@@ -134,7 +151,12 @@ def _memory_text(request: GpuRequest) -> str:
 
 
 def fit(
-    task: TaskInfo, node: NodeInfo, policy: str, *, check_health: bool = True
+    task: TaskInfo,
+    node: NodeInfo,
+    policy: str,
+    *,
+    check_health: bool = True,
+    rules: DeviceRules | None = None,
 ) -> DeviceFit | FitFailure:
     """Choose devices for every GPU container of ``task`` on ``node`` (hami-gpu.md §3.5).
 
@@ -144,12 +166,14 @@ def fit(
 
     ``check_health`` skips unhealthy devices. Volcano never checks health (§9.13), but a plan
     putting a pod on an unhealthy GPU is rejected by vcopt's verifier, so the default departs
-    from Volcano; pass False to reproduce it.
+    from Volcano; pass False to reproduce it. ``rules`` are the task's :class:`DeviceRules`
+    when the caller keeps them (read from the task otherwise).
     """
     gpus = node.gpus
     if not gpus:
         return FitFailure(UNSCHEDULABLE, f"{node.name}: no GPU devices", PLUGIN)
-    rules = _Rules.of(task)
+    rules = rules or DeviceRules.of(task)
+    usable = rules.usable_on(node, check_health)
     mode = node_mode(gpus)
     if rules.mode is not None and rules.mode != mode:
         return FitFailure(
@@ -175,11 +199,11 @@ def fit(
         found = 0
         filtered = 0
         for i in device_order(policy, used_num, used_mem):
-            dev = gpus[i].device
-            memory = request.memory_on(dev.memory)
-            if not _usable(rules, dev.id, dev.type, check_health and not dev.health):
+            if not usable[i]:
                 filtered += 1
                 continue
+            dev = gpus[i].device
+            memory = request.memory_on(dev.memory)
             if used_num[i] >= dev.count or i in spread_blocked:
                 continue
             if mutex and used_num[i] > 0:
@@ -219,7 +243,7 @@ def _shortage(node: NodeInfo, request: GpuRequest, found: int, filtered: int) ->
     )
 
 
-def _usable(rules: _Rules, uuid: str, dev_type: str, unhealthy: bool) -> bool:
+def _usable(rules: DeviceRules, uuid: str, dev_type: str, unhealthy: bool) -> bool:
     return not unhealthy and rules.allows_uuid(uuid) and rules.allows_type(dev_type)
 
 

@@ -40,6 +40,12 @@ class GoHeap(Generic[T]):
     def items(self) -> list[T]:
         return list(self._items)
 
+    def copy(self) -> GoHeap[T]:
+        """The same heap, slice for slice: it pops what this one would, whatever ``less``."""
+        twin: GoHeap[T] = GoHeap(self._less)
+        twin._items = list(self._items)
+        return twin
+
     def _up(self, j: int) -> None:
         items, less = self._items, self._less
         while True:

@@ -1,64 +1,23 @@
-"""Which nodes a task may use, and which one it gets (spec §2.2–§2.6).
+"""Whether a task may use a node, and which feasible node it gets (spec §2.2, §2.4–§2.6).
 
-The feasible-node scan, the idle-fit / future-fit split and the random choice among equally
-scored nodes are where Volcano's placement decisions are actually made, so they live in one
-place that both allocate and backfill use.
+The node check, the idle-fit / future-fit split and the random choice among equally scored
+nodes are where Volcano's placement decisions are made (with the scan of :mod:`scan`), so they
+live in one place that allocate, backfill and preempt use.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass, field
 
 from models.gpu import PLAIN_GPU_SHARE
 
 from .api import NodeInfo, TaskInfo
 from .devices import PLUGIN as DEVICE_PLUGIN
-from .devices import PODGROUP_POLICY, SPREAD, DeviceFit, fit
+from .devices import PODGROUP_POLICY, SPREAD, DeviceFit, DeviceRules, fit
+from .fit_cache import Verdict, fit_table, lookup, store
 from .session import UNRESOLVABLE, UNSCHEDULABLE, FitFailure, Session
 
-MIN_FEASIBLE_NODES = 100
-MIN_PERCENTAGE = 5
-
-
-def nodes_to_find(total: int) -> int:
-    """``numNodesToFind`` (§2.3) with Volcano's default arguments."""
-    if total <= MIN_FEASIBLE_NODES:
-        return total
-    percentage = max(MIN_PERCENTAGE, 50 - total // 125)
-    return max(MIN_FEASIBLE_NODES, total * percentage // 100)
-
-
-DEVICE_SHORTAGE = "node(s) without the free GPU devices requested"
-
-
-@dataclass
-class FitReport:
-    """Why nodes failed, aggregated for a pending reason (like Volcano's FitErrors)."""
-
-    failures: dict[str, FitFailure] = field(default_factory=dict)
-
-    def summary(self, total: int) -> str:
-        """``0/N nodes are available: <count> <reason>, …``, most frequent first.
-
-        Device-fit messages name their node and its free devices, so they are counted under
-        one heading, with the first one as an example.
-        """
-        counts: dict[str, int] = {}
-        example = ""
-        for failure in self.failures.values():
-            reason = failure.reason
-            if failure.plugin == DEVICE_PLUGIN:
-                example = example or reason
-                reason = DEVICE_SHORTAGE
-            counts[reason] = counts.get(reason, 0) + 1
-        parts = [
-            f"{n} {reason}" + (f" (e.g. {example})" if reason == DEVICE_SHORTAGE else "")
-            for reason, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-        ]
-        return (
-            f"0/{total} nodes are available: " + ", ".join(parts) if parts else f"0/{total} nodes"
-        )
+UNSET = object()
 
 
 def resource_fit(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitFailure | None:
@@ -99,7 +58,10 @@ def device_fit(ssn: Session, task: TaskInfo, node: NodeInfo) -> DeviceFit | FitF
     cached = ssn.device_fits.get(key)
     if cached is not None and cached[0] == node.gpu_version:
         return cached[1]
-    result = fit(task, node, ssn.device_policy)
+    rules = ssn.device_rules.get(task.device_key)
+    if rules is None:
+        rules = ssn.device_rules[task.device_key] = DeviceRules.of(task)
+    result = fit(task, node, ssn.device_policy, rules=rules)
     ssn.device_fits[key] = (node.gpu_version, result)
     return result
 
@@ -118,8 +80,12 @@ def device_signature(task: TaskInfo) -> Hashable:
     )
 
 
-def check_node(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitFailure | None:
-    """The allocate action's predicate: resource fit, device fit, then every PredicateFn."""
+def device_key(task: TaskInfo) -> Hashable:
+    """What the device fit reads of a task (its part of the fit shape, see :mod:`fit_cache`)."""
+    return device_signature(task) if task.gpu_requests else None
+
+
+def _check(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitFailure | None:
     failure = resource_fit(ssn, task, node)
     if failure is not None:
         return failure
@@ -130,45 +96,23 @@ def check_node(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitFailure | Non
     return devices if isinstance(devices, FitFailure) else None
 
 
-def predicate_nodes(
-    ssn: Session,
-    task: TaskInfo,
-    nodes: Sequence[NodeInfo],
-    report: FitReport,
-    role_cache: dict[str, FitFailure] | None = None,
-) -> list[NodeInfo]:
-    """``PredicateNodes``: scan from the global rotating offset, stop after K feasible nodes.
+def verdict(ssn: Session, task: TaskInfo, node: NodeInfo) -> Verdict:
+    """The allocate action's predicate on ``node`` — resource fit, every PredicateFn, then
+    device fit — and whether the task fits the node's idle resources; reused from the fit
+    cache while the node is unchanged."""
+    table = fit_table(ssn, task, device_key)
+    if table is not None:
+        found = lookup(table, node)
+        if found is not None:
+            return found
+    failure = _check(ssn, task, node)
+    result = Verdict(failure, failure is None and fits_idle(task, node))
+    return store(table, node, result) if table is not None else result
 
-    The offset is taken modulo the size of the node set being scanned and advanced by the nodes
-    checked, whatever that set is (all nodes, one HyperNode's, a nominated node), as Volcano's
-    ``lastProcessedNodeIndex`` is. Volcano scans with 16 parallel workers, so which K nodes it
-    finds in a large cluster depends on timing; vcopt scans sequentially from the same offset (a
-    deterministic stand-in, see docs/FIDELITY.md). ``role_cache`` holds nodes that already
-    failed for a task of the same job and role within this placement call (the predicate
-    helper's error cache).
-    """
-    total = len(nodes)
-    if total == 0:
-        return []
-    want = nodes_to_find(total)
-    start = ssn.last_processed_node % total
-    feasible: list[NodeInfo] = []
-    processed = 0
-    for k in range(total):
-        node = nodes[(start + k) % total]
-        processed += 1
-        cached = role_cache.get(node.name) if role_cache is not None else None
-        failure = cached or check_node(ssn, task, node)
-        if failure is None:
-            feasible.append(node)
-            if len(feasible) >= want:
-                break
-        else:
-            report.failures[node.name] = failure
-            if role_cache is not None and task.role:
-                role_cache[node.name] = failure
-    ssn.last_processed_node = (start + processed) % total
-    return feasible
+
+def check_node(ssn: Session, task: TaskInfo, node: NodeInfo) -> FitFailure | None:
+    """The allocate action's predicate: resource fit, every PredicateFn, then device fit."""
+    return verdict(ssn, task, node).failure
 
 
 def best_node(ssn: Session, task: TaskInfo, feasible: Sequence[NodeInfo]) -> NodeInfo:
@@ -176,18 +120,43 @@ def best_node(ssn: Session, task: TaskInfo, feasible: Sequence[NodeInfo]) -> Nod
     group a single node is taken unscored, otherwise the top score wins and exact ties are
     broken uniformly at random (``SelectBestNodeAndScore``)."""
     # Volcano quirk (§9.16): an idle-fit node beats any future-fit node, whatever the scores.
-    idle_fit = [n for n in feasible if fits_idle(task, n)]
+    table = fit_table(ssn, task, device_key)
+    idle_fit = [
+        n
+        for n in feasible
+        if ((table is not None and lookup(table, n)) or verdict(ssn, task, n)).idle_fit
+    ]
     group = idle_fit or list(feasible)
     if len(group) == 1:
         return group[0]
     batch = ssn.batch_node_order(task, group)
-    scores = [ssn.node_order(task, n) + batch.get(n.name, 0.0) for n in group]
+    orders = node_orders(ssn, task, group)
+    scores = [o + batch.get(n.name, 0.0) for n, o in zip(group, orders, strict=True)]
     top = max(scores)
     best = [n for n, s in zip(group, scores, strict=True) if s == top]
     # Volcano quirk (§9.14): exact score ties are drawn at random (seeded here).
     return best[0] if len(best) == 1 else ssn.rng.choice(best)
 
 
-def unresolvable(report: FitReport) -> set[str]:
-    """Nodes that failed with UnschedulableAndUnresolvable (preempt skips them)."""
-    return {name for name, f in report.failures.items() if f.code == UNRESOLVABLE}
+def node_orders(ssn: Session, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[float]:
+    """Σ NodeOrderFn per node (``Session.node_order``), kept per (task key, node version).
+
+    A plugin registering a ``node_order`` also registers a ``node_order_key`` function giving
+    what its score reads of a task, when the score reads nothing else but the node's own state
+    (None otherwise, or no key function: the nodes are then scored afresh every time). The
+    key of a task is computed once."""
+    key = ssn.score_keys.get(task.uid, UNSET)
+    if key is UNSET:
+        key = ssn.score_keys[task.uid] = ssn.node_order_key(task)
+    if key is None:
+        return [ssn.node_order(task, n) for n in nodes]
+    table = ssn.score_tables.get(key)
+    if table is None:
+        table = ssn.score_tables[key] = {}
+    out = []
+    for node in nodes:
+        entry = table.get(node.index)
+        if entry is None or entry[0] != node.version:
+            entry = table[node.index] = (node.version, ssn.node_order(task, node))
+        out.append(entry[1])
+    return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from models.cluster import Node
@@ -28,12 +29,14 @@ from .api import (
     GpuState,
     JobInfo,
     NodeInfo,
+    NodeList,
     QueueInfo,
     Status,
     TaskInfo,
     vadd,
     vsub,
 )
+from .fit_cache import FitCache
 
 PERMIT, ABSTAIN, REJECT = 1, 0, -1
 
@@ -46,7 +49,9 @@ HOOK_FLAGS = {
     "task_order": "TaskOrder",
     "predicate": "Predicate",
     "pre_predicate": "Predicate",
+    "predicate_key": "Predicate",
     "node_order": "NodeOrder",
+    "node_order_key": "NodeOrder",
     "batch_node_order": "NodeOrder",
     "hypernode_order": "HyperNodeOrder",
     "hypernode_gradient": "HyperNodeGradient",
@@ -102,6 +107,10 @@ class Operation:
     node: str
     reason: str = ""
     gpus: tuple[DeviceShare, ...] | None = None
+    before: int = -1
+    """The node's version before the operation (see :meth:`Session.undo`)."""
+    after: int = -1
+    """The node's version right after it."""
 
 
 @dataclass
@@ -164,7 +173,7 @@ class Session:
                 names.update(task.init_resources)
         self.dims = Dims(names)
         self.nodes: dict[str, NodeInfo] = {}
-        self.node_list: list[NodeInfo] = []
+        self.node_list = NodeList()
         self.jobs: dict[str, JobInfo] = {}
         self.queues: dict[str, QueueInfo] = {}
         self.records = Records()
@@ -182,6 +191,19 @@ class Session:
         """(task ``device_key``, node index) → (the node's ``gpu_version``, fit result)."""
         self.device_signatures: dict[Hashable, int] = {}
         """Device request signature → its number (a task's ``device_key``)."""
+        self.device_rules: dict[int, Any] = {}
+        """Device request number → its ``devices.DeviceRules``."""
+        self._hypernode_nodes: dict[str, NodeList] = {}
+        self.kube_nodes: Any = None
+        """The kube-scheduler NodeInfo view ``predicates`` and ``nodeorder`` share."""
+        self.score_keys: dict[str, Hashable] = {}
+        """Task uid → its ``node_order_key`` (``nodes.node_orders``)."""
+        self.score_tables: dict[Hashable, dict[int, tuple[int, float]]] = {}
+        """Score key → node index → (node version, Σ NodeOrderFn)."""
+        self.node_changes: list[int] = []
+        """Index of every node touched, in order (``NodeInfo.touch``; read by ``fit_cache``)."""
+        self.fit_cache = FitCache()
+        """Node-check verdicts per fit shape and node version (``fit_cache``)."""
         self.last_processed_node = 0
         """Volcano's global rotating scan offset (``lastProcessedNodeIndex``)."""
         self._build_state()
@@ -205,6 +227,7 @@ class Session:
                 revocable_zone=node_zone(node.labels),
                 index=i,
                 pod_capacity=node.pod_capacity,
+                changes=self.node_changes,
             )
             self.nodes[node.name] = info
             self.node_list.append(info)
@@ -395,6 +418,32 @@ class Session:
                 return failure
         return None
 
+    def predicate_key(self, task: TaskInfo) -> tuple[Hashable, ...] | None:
+        """What the PredicateFns read of ``task``, one part per plugin (the fit-cache hook,
+        see ``fit_cache``); None when the verdicts cannot be reused."""
+        return self._hook_key("predicate", "predicate_key", task)
+
+    def node_order_key(self, task: TaskInfo) -> tuple[Hashable, ...] | None:
+        """What the NodeOrderFns read of ``task`` besides the node's own state (the same hook
+        for scores, see ``nodes.node_orders``); None when the scores cannot be reused."""
+        return self._hook_key("node_order", "node_order_key", task)
+
+    def _hook_key(self, hook: str, key_hook: str, task: TaskInfo) -> tuple[Hashable, ...] | None:
+        """One key part per enabled function of ``hook``, from its plugin's ``key_hook``; None
+        if a plugin has no key function or its key function returns None."""
+        keys = {plugin: fn for plugin, fn in self._hooks[key_hook]}
+        flag = HOOK_FLAGS[hook]
+        parts: list[Hashable] = []
+        for plugin, _ in self._hooks[hook]:
+            if flag is not None and not self._options[plugin].enabled(flag):
+                continue
+            key_fn = keys.get(plugin)
+            part = key_fn(task) if key_fn is not None else None
+            if part is None:
+                return None
+            parts.append(part)
+        return tuple(parts)
+
     def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
         """Σ NodeOrderFn; a plugin error drops the node's whole NodeOrder part (PrioritizeNodes)."""
         total = 0.0
@@ -406,8 +455,11 @@ class Session:
         return total
 
     def batch_node_order(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, float]:
-        scores: dict[str, float] = {}
-        for fn in self._fns("batch_node_order"):
+        fns = self._fns("batch_node_order")
+        if not fns:
+            return {}
+        scores = dict(fns[0](task, nodes))
+        for fn in fns[1:]:
             for name, score in fn(task, nodes).items():
                 scores[name] = scores.get(name, 0.0) + score
         return scores
@@ -539,7 +591,7 @@ class Session:
     def _update_status(self, task: TaskInfo, status: Status) -> None:
         job = self.jobs[task.job]
         was = task.status in ALLOCATED_STATUSES
-        task.status = status
+        job.set_status(task, status)
         now = status in ALLOCATED_STATUSES
         if was and not now:
             job.allocated = vsub(job.allocated, task.resreq)
@@ -556,20 +608,21 @@ class Session:
     def _book_gpus(self, task: TaskInfo, node: NodeInfo) -> None:
         if task.gpus:
             node.gpu_version += 1
+            node.touch()
         for share in task.gpus or ():
-            for state in node.gpus:
-                if state.device.id == share.id:
-                    state.used_num += 1
-                    state.used_mem += share.memory
-                    state.used_core += share.cores
-                    state.pods[task.uid] = (share.memory, share.cores)
+            for state in node.gpus_by_id.get(share.id, ()):
+                state.used_num += 1
+                state.used_mem += share.memory
+                state.used_core += share.cores
+                state.pods[task.uid] = (share.memory, share.cores)
 
     def _release_gpus(self, task: TaskInfo, node: NodeInfo) -> None:
         if task.gpus:
             node.gpu_version += 1
+            node.touch()
         for share in task.gpus or ():
-            for state in node.gpus:
-                if state.device.id == share.id and task.uid in state.pods:
+            for state in node.gpus_by_id.get(share.id, ()):
+                if task.uid in state.pods:
                     state.used_num -= 1
                     state.used_mem -= share.memory
                     state.used_core -= share.cores
@@ -595,28 +648,41 @@ class Session:
         status: Status,
         kind: str,
     ) -> Operation:
+        before = node.version
         self._update_status(task, status)
         task.node = node.name
         task.gpus = gpus
         node.add_task(task)
         self._book_gpus(task, node)
         self._fire(True, task)
-        return Operation(kind, task, node.name, gpus=gpus)
+        return Operation(kind, task, node.name, gpus=gpus, before=before, after=node.version)
 
     def evict(self, task: TaskInfo, reason: str) -> Operation:
         """Mark a running task Releasing: it keeps its node resources until it is gone."""
         node = self.nodes[task.node]
+        before = node.version
         node.remove_task(task)
         self._update_status(task, Status.RELEASING)
         node.add_task(task)
         task.evict_reason = reason
         self._fire(False, task)
-        return Operation("evict", task, node.name, reason)
+        return Operation("evict", task, node.name, reason, before=before, after=node.version)
 
     def undo(self, op: Operation) -> None:
-        """Reverse one operation (``Statement.Discard`` walks them backwards)."""
+        """Reverse one operation (``Statement.Discard`` walks them backwards).
+
+        A node still in the state the operation left it in (its version is the one the
+        operation ended with) goes back to the state before it, so it gets that state's
+        version back: verdicts and scores cached for it hold again, and a dry run that is
+        discarded does not make every later scan re-check the nodes it tried."""
         task = op.task
         node = self.nodes[op.node]
+        restorable = op.after == node.version
+        self._reverse(op, task, node)
+        if restorable:
+            node.restore(op.before)
+
+    def _reverse(self, op: Operation, task: TaskInfo, node: NodeInfo) -> None:
         if op.kind in ("allocate", "pipeline"):
             self._release_gpus(task, node)
             node.remove_task(task)
@@ -653,6 +719,15 @@ class Session:
         return Statement(self)
 
     # -- helpers -----------------------------------------------------------------------------
+
+    def nodes_in(self, hypernode: str) -> NodeList:
+        """The nodes of a HyperNode in node order (the topology is fixed for the session)."""
+        found = self._hypernode_nodes.get(hypernode)
+        if found is None:
+            members = (self.nodes[n] for n in self.topology.real_nodes(hypernode))
+            found = NodeList(sorted(members, key=lambda n: n.index))
+            self._hypernode_nodes[hypernode] = found
+        return found
 
     def queue_of(self, job: JobInfo) -> QueueInfo | None:
         return self.queues.get(job.queue)
@@ -702,8 +777,10 @@ class Statement:
             self.operations.append(self.ssn.redo(op))
 
 
+@lru_cache(maxsize=1 << 16)
 def pod_index(name: str) -> int | None:
-    """The index suffix ``CompareTask`` reads: the last ``-`` token when there are ≥ 3."""
+    """The index suffix ``CompareTask`` reads: the last ``-`` token when there are ≥ 3
+    (remembered: every sift of a task heap compares two names)."""
     parts = name.split("-")
     if len(parts) < 3:
         return None

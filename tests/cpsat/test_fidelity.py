@@ -25,9 +25,9 @@ def _case4(level: int) -> str:
 
 def test_ancestor_reclaim_level_limits_cpsat_reclaim() -> None:
     """``plugins/capacity/capacity.go`` Reclaimable with ``ancestorReclaimLevel`` (seed 004
-    case4): p1 runs in case4_child1 (no deserved: an immediate victim) under case4_parent1
-    (deserved a100 2, holding p1 + p3 = 2, not above it); p2 waits in case4_child2 under
-    case4_parent2. At level 1 the victim's parent differs from the reclaimer's and is not
+    case4): p1 runs in case4-child1 (no deserved: an immediate victim) under case4-parent1
+    (deserved a100 2, holding p1 + p3 = 2, not above it); p2 waits in case4-child2 under
+    case4-parent2. At level 1 the victim's parent differs from the reclaimer's and is not
     above its deserved, so p1 may not be reclaimed and p2 (n1 is full) stays pending. At
     level 0 only the leaf is checked: p1 is evicted and p2 placed."""
     blocked = cpsat(loads(_case4(1), "case4.yaml"))
@@ -179,13 +179,13 @@ def test_mutex_pods_get_unused_devices_in_cpsat() -> None:
 
 def test_reclaimer_queue_must_pass_preemptive() -> None:
     """``capacity.go`` Preemptive (spec §5.4), the gate reclaim asks before it looks for
-    victims: case4 at level 0, where p1 may be reclaimed (test above), but case4_child2
+    victims: case4 at level 0, where p1 may be reclaimed (test above), but case4-child2
     deserves nothing, so 0 + 1 ≤ 0 fails at the leaf and level 0 checks no ancestor → no
     reclaim, p2 stays pending. A Closed reclaimer queue never passes the gate either."""
-    child = "- {name: case4_child2, parent: case4_parent2, deserved: {example.com/a100: 2}}"
+    child = "- {name: case4-child2, parent: case4-parent2, deserved: {example.com/a100: 2}}"
     text = _case4(0)
     assert child in text
-    no_deserved = text.replace(child, "- {name: case4_child2, parent: case4_parent2}")
+    no_deserved = text.replace(child, "- {name: case4-child2, parent: case4-parent2}")
     closed = text.replace(child, child[:-1] + ", state: Closed}")
     for variant in (no_deserved, closed):
         plan = cpsat(loads(variant, "case4.yaml"))

@@ -16,7 +16,8 @@ from models.workload import INQUEUE, PENDING
 
 from ..api import JobInfo, NodeInfo, Status, TaskInfo, vle
 from ..heap import GoHeap
-from ..nodes import FitReport, best_node, device_fit, fits_idle, predicate_nodes
+from ..nodes import best_node, device_fit, fits_idle
+from ..scan import FitReport, RoleCache, predicate_nodes
 from ..session import FitFailure, Operation, Session, Statement
 
 
@@ -26,11 +27,12 @@ class Worksheet:
 
     tasks: GoHeap
 
-    def clone(self, ssn: Session) -> Worksheet:
-        heap: GoHeap = GoHeap(ssn.task_order)
-        for task in self.tasks.items():
-            heap.push(task)
-        return Worksheet(heap)
+    def clone(self) -> Worksheet:
+        """An independent copy for a dry run. Volcano's clone pushes every task into a new
+        heap; task order is a strict total order that does not change during the session
+        (pod priority, then index and UID), so a copy of the heap pops the same tasks in the
+        same order."""
+        return Worksheet(self.tasks.copy())
 
     def empty(self) -> bool:
         return self.tasks.empty()
@@ -142,7 +144,7 @@ def allocate_tasks(
     """``allocateResourcesForTasks`` for the job's default subjob on ``nodes`` (§2.1)."""
     stmt = ssn.statement()
     queue = ssn.queue_of(job)
-    role_cache: dict[str, dict[str, FitFailure]] = {}
+    role_cache = RoleCache(ssn)
     job.running_lca = job.subjob_hypernode
     topology: Topology = ssn.topology
     while not sheet.empty():
@@ -161,15 +163,11 @@ def allocate_tasks(
             if need_continue(job):
                 continue
             break
-        report = FitReport()
+        report = FitReport(ssn.fit_cache)
         candidates = nominated(ssn, task, nodes)
-        feasible = predicate_nodes(
-            ssn, task, candidates or nodes, report, role_cache.setdefault(task.role, {})
-        )
+        feasible = predicate_nodes(ssn, task, candidates or nodes, report, role_cache)
         if not feasible and candidates:
-            feasible = predicate_nodes(
-                ssn, task, nodes, report, role_cache.setdefault(task.role, {})
-            )
+            feasible = predicate_nodes(ssn, task, nodes, report, role_cache)
         if not feasible:
             job.fit_errors[task.uid] = report.summary(len(nodes))
             if task.role:
@@ -260,7 +258,7 @@ def allocate_for_job(
     for gradient in gradients:
         solutions: list[Solution] = []
         for hypernode in gradient:
-            trial = sheet.clone(ssn)
+            trial = sheet.clone()
             job.role_fit_failed.clear()
             stmt, score = allocate_for_subjob(ssn, job, trial, hypernode)
             if (
@@ -299,15 +297,15 @@ def allocate_for_subjob(
     for gradient in ssn.hypernode_gradient(job, root, "allocate", True):
         found: dict[str, tuple[list[Operation], Worksheet]] = {}
         for hypernode in gradient:
-            trial = sheet.clone(ssn)
+            trial = sheet.clone()
             job.role_fit_failed.clear()
-            stmt = allocate_tasks(ssn, job, trial, _nodes_of(ssn, hypernode))
+            stmt = allocate_tasks(ssn, job, trial, ssn.nodes_in(hypernode))
             if stmt is not None and stmt.operations:
                 found[hypernode] = (list(stmt.operations), trial)
             if stmt is not None:
                 stmt.discard()
         if found:
-            scores = ssn.hypernode_order(job, {h: _nodes_of(ssn, h) for h in found})
+            scores = ssn.hypernode_order(job, {h: ssn.nodes_in(h) for h in found})
             top = max(scores.get(h, 0.0) for h in found)
             best = [h for h in found if scores.get(h, 0.0) == top]
             # Volcano quirk (§9.14): SelectBestHyperNodeAndScore breaks ties at random.
@@ -348,7 +346,3 @@ def topology_reason(ssn: Session, job: JobInfo, gradients: list[list[str]]) -> s
         f"{mode} network topology: no HyperNode of {limit} could hold the gang "
         f"(tried {'; '.join(tried)})"
     )
-
-
-def _nodes_of(ssn: Session, hypernode: str) -> list[NodeInfo]:
-    return sorted((ssn.nodes[n] for n in ssn.topology.real_nodes(hypernode)), key=lambda n: n.index)

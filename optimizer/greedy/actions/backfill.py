@@ -16,7 +16,8 @@ from typing import Any
 from models.workload import PENDING
 
 from ..api import Status, TaskInfo
-from ..nodes import FitReport, best_node, device_fit, predicate_nodes
+from ..nodes import best_node, device_fit
+from ..scan import FitReport, predicate_nodes
 from ..session import FitFailure, Operation, Session
 
 
@@ -51,7 +52,7 @@ def execute(ssn: Session) -> None:
         if failure is not None:
             job.fit_errors[task.uid] = failure.reason
             continue
-        report = FitReport()
+        report = FitReport(ssn.fit_cache)
         feasible = predicate_nodes(ssn, task, ssn.node_list, report)
         if not feasible:
             job.fit_errors[task.uid] = report.summary(len(ssn.node_list))

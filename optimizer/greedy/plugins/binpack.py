@@ -68,6 +68,7 @@ class BinpackPlugin(Plugin):
         self._terms: dict[str, tuple[tuple[int, int, int], ...]] = {}
         if self.weights.weight != 0:
             ssn.add("node_order", self.name, self.node_order)
+            ssn.add("node_order_key", self.name, self._task_terms)
 
     def _task_terms(self, task: TaskInfo) -> tuple[tuple[int, int, int], ...]:
         """(dimension, request, weight) of each requested resource that has a weight."""

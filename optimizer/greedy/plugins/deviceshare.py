@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from ..api import NodeInfo, TaskInfo
 from ..devices import fit
+from ..nodes import device_key
 from ..session import FitFailure, Plugin, Session
 
 VGPU_ENABLE = "deviceshare.VGPUEnable"
@@ -58,3 +59,4 @@ class DeviceSharePlugin(Plugin):
             return float(math.floor(result.score + 0.5) * weight)
 
         ssn.add("node_order", self.name, node_order)
+        ssn.add("node_order_key", self.name, lambda task: (device_key(task),))

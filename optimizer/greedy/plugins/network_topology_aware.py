@@ -309,25 +309,22 @@ class NetworkTopologyAwarePlugin(Plugin):
         anchor = job.running_lca
         if not anchor:
             return {n.name: 0.0 for n in nodes}
-        by_leaf: dict[str | None, float] = {}
-        raw: dict[str, float] = {}
-        for node in nodes:
-            leaf = self.leaf.get(node.name)
-            if leaf not in by_leaf:
-                by_leaf[leaf] = self._lca_score(leaf, anchor)
-            raw[node.name] = by_leaf[leaf]
-        if not raw:
+        if not nodes:
             return {}
-        top = max(raw.values())
-        tied = [name for name, s in raw.items() if s == top]
-        if len(tied) > 1:
-            on_leaf = Counter(self.leaf.get(t.node) for t in job.tasks.values() if t.node)
-            for name in tied:
-                leaf = self.leaf.get(name)
-                if leaf is not None:
-                    raw[name] += on_leaf[leaf] / len(job.tasks)
+        leaf_of = self.leaf
+        leaves = [leaf_of.get(node.name) for node in nodes]
+        by_leaf = {leaf: self._lca_score(leaf, anchor) for leaf in set(leaves)}
+        raw = [by_leaf[leaf] for leaf in leaves]
+        top = max(raw)
+        if raw.count(top) > 1:
+            on_leaf = Counter(leaf_of.get(t.node) for t in job.tasks.values() if t.node)
+            share = {leaf: on_leaf[leaf] / len(job.tasks) for leaf in by_leaf if leaf is not None}
+            raw = [
+                s + share[leaf] if s == top and leaf is not None else s
+                for s, leaf in zip(raw, leaves, strict=True)
+            ]
         scale = 100 * self.weight
-        return {name: s * scale for name, s in raw.items()}
+        return {node.name: s * scale for node, s in zip(nodes, raw, strict=True)}
 
     def _tier_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, float]:
         """Σ_t fading^(t−1)·tierScore / Σ_t fading^(t−1) over every tier from the lowest to the

@@ -141,7 +141,7 @@ class NodeOrderPlugin(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         self.weights = NodeOrderWeights.from_arguments(self.arguments)
-        self.view = KubeNodeView(ssn)
+        self.view = KubeNodeView.of(ssn)
         index = ssn.dims.index
         self._cpu = index[CPU]
         self._memory = index[MEMORY]
@@ -151,6 +151,8 @@ class NodeOrderPlugin(Plugin):
             for node in ssn.node_list
         ]
         self._taint_counts: dict[tuple[Toleration, ...], list[int]] = {}
+        self._resource_tables: dict[tuple[int, ...], dict[int, tuple[int, int]]] = {}
+        """Resource-score key → node index → (node version, score)."""
         w = self.weights
         self.pod_scores = None
         if PodScores.needed(ssn) and (w.node_affinity or w.pod_affinity or w.pod_topology_spread):
@@ -166,62 +168,82 @@ class NodeOrderPlugin(Plugin):
 
     def batch_node_order(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, float]:
         w = self.weights
-        scores = dict.fromkeys((n.name for n in nodes), 0)
-        if w.least_requested or w.most_requested:
-            self._requested_scores(task, nodes, scores)
-        if w.balanced_resource:
-            self._balanced_scores(task, nodes, scores)
-        if w.taint_toleration:
-            for name, score in self._taint_scores(task, nodes).items():
-                scores[name] += score * w.taint_toleration
+        if w.least_requested or w.most_requested or w.balanced_resource:
+            values = self._resource_scores(task, nodes)
+        else:
+            values = [0] * len(nodes)
+        taints = self._taint_scores(task, nodes) if w.taint_toleration else {}
+        weight = w.taint_toleration
+        if taints is None:
+            # No node has an intolerable PreferNoSchedule taint: every node gets 100.
+            scores = {
+                n.name: v + MAX_NODE_SCORE * weight for n, v in zip(nodes, values, strict=True)
+            }
+        else:
+            scores = {
+                n.name: v + taints.get(n.name, 0) * weight
+                for n, v in zip(nodes, values, strict=True)
+            }
         if self.pod_scores is not None:
             self.pod_scores.add(task, nodes, scores)
         return {name: float(score) for name, score in scores.items()}
 
-    def _requested_scores(
-        self, task: TaskInfo, nodes: Sequence[NodeInfo], scores: dict[str, int]
-    ) -> None:
+    def _resource_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[int]:
+        """The weighted LeastAllocated, MostAllocated and BalancedAllocation score per node.
+
+        They read the task's non-zero CPU and memory and its requests of the balanced
+        resources, and the node's own pods, which change only with ``NodeInfo.version``: so
+        each node's score is kept per (those task amounts, node version) and recomputed only
+        for nodes that changed."""
+        cpu, memory = self.view.nonzero(task)
+        pod = task.init_resreq
+        key = (cpu, memory, tuple(pod[i] for i in self._balanced))
+        table = self._resource_tables.get(key)
+        if table is None:
+            table = self._resource_tables[key] = {}
+        out = []
+        for node in nodes:
+            entry = table.get(node.index)
+            if entry is None or entry[0] != node.version:
+                score = self._requested_score(cpu, memory, node) + self._balanced_score(pod, node)
+                entry = table[node.index] = (node.version, score)
+            out.append(entry[1])
+        return out
+
+    def _requested_score(self, cpu: int, memory: int, node: NodeInfo) -> int:
         """NodeResourcesFit's LeastAllocated and MostAllocated on non-zero requests."""
         least, most = self.weights.least_requested, self.weights.most_requested
-        cpu, memory = self.view.nonzero(task)
-        on_cpu, on_memory = self.view.nonzero_cpu, self.view.nonzero_memory
-        for node in nodes:
-            i, allocatable = node.index, node.allocatable
-            r_cpu = (on_cpu[i] + cpu, allocatable[self._cpu])
-            r_mem = (on_memory[i] + memory, allocatable[self._memory])
-            if least:
-                score = cpu_memory_average(least_requested_score, LEAST_WEIGHTS, r_cpu, r_mem)
-                scores[node.name] += score * least
-            if most:
-                score = cpu_memory_average(most_requested_score, MOST_WEIGHTS, r_cpu, r_mem)
-                scores[node.name] += score * most
+        i, allocatable = node.index, node.allocatable
+        r_cpu = (self.view.nonzero_cpu[i] + cpu, allocatable[self._cpu])
+        r_mem = (self.view.nonzero_memory[i] + memory, allocatable[self._memory])
+        score = 0
+        if least:
+            score += cpu_memory_average(least_requested_score, LEAST_WEIGHTS, r_cpu, r_mem) * least
+        if most:
+            score += cpu_memory_average(most_requested_score, MOST_WEIGHTS, r_cpu, r_mem) * most
+        return score
 
-    def _balanced_scores(
-        self, task: TaskInfo, nodes: Sequence[NodeInfo], scores: dict[str, int]
-    ) -> None:
+    def _balanced_score(self, pod: list[int], node: NodeInfo) -> int:
         """BalancedAllocation on actual requests. A BestEffort pod (no cpu, memory or GPU
         request) is skipped at PreScore and scores 0; a GPU the pod does not request is left
         out (kube-scheduler returns allocatable 0 for an unrequested extended resource)."""
-        pod = task.init_resreq
-        if all(pod[i] == 0 for i in self._balanced):
-            return
-        used = [i for i in self._balanced if i in (self._cpu, self._memory) or pod[i] > 0]
         weight = self.weights.balanced_resource
-        requested = self.view.requested
-        for node in nodes:
-            on_node, allocatable = requested[node.index], node.allocatable
-            fractions = []
-            for i in used:
-                if allocatable[i]:
-                    # int / int is the correctly rounded quotient, as Go's float64 division of
-                    # two exactly representable values.
-                    fraction = (on_node[i] + pod[i]) / allocatable[i]
-                    fractions.append(fraction if fraction < 1.0 else 1.0)
-            scores[node.name] += balanced_score(fractions) * weight
+        if not weight or all(pod[i] == 0 for i in self._balanced):
+            return 0
+        on_node, allocatable = self.view.requested[node.index], node.allocatable
+        fractions = []
+        for i in self._balanced:
+            if (i in (self._cpu, self._memory) or pod[i] > 0) and allocatable[i]:
+                # int / int is the correctly rounded quotient, as Go's float64 division of
+                # two exactly representable values.
+                fraction = (on_node[i] + pod[i]) / allocatable[i]
+                fractions.append(fraction if fraction < 1.0 else 1.0)
+        return balanced_score(fractions) * weight
 
-    def _taint_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, int]:
+    def _taint_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, int] | None:
         """TaintToleration: intolerable PreferNoSchedule taints per node, reverse-normalised
-        over ``nodes``. Taints never change in a session, so the counts are computed once per
+        over ``nodes``; None when no node of the cluster has one, which normalises to 100
+        everywhere. Taints never change in a session, so the counts are computed once per
         distinct set of tolerations (only those without an effect or with PreferNoSchedule
         matter here)."""
         tolerations = tuple(
@@ -234,4 +256,6 @@ class NodeOrderPlugin(Plugin):
                 for taints in self._soft_taints
             ]
             self._taint_counts[tolerations] = counts
+        if not any(counts):
+            return None
         return reverse_normalise({node.name: counts[node.index] for node in nodes})

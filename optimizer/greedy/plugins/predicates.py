@@ -9,13 +9,13 @@ that before any PredicateFn runs.
 
 The plugin keeps a kube-scheduler ``NodeInfo`` per node, updated by session events exactly as
 Volcano's event handler does: a pod placed or pipelined this session is added, an evicted or
-un-placed one removed. :class:`KubeNodeView` is that bookkeeping; ``nodeorder`` keeps its own
-copy, because its scores read the same ``NodeInfo``.
+un-placed one removed. :class:`KubeNodeView` is that bookkeeping; ``nodeorder`` reads the same
+one, because its scores read the same ``NodeInfo``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 
 from models.affinity import HONOR, SpreadConstraint
 from models.cluster import Taint
@@ -60,6 +60,14 @@ class KubeNodeView:
     not set counts as 100m / 200 MiB (an explicit 0 stays 0, ``GetNonzeroRequestForResource``).
     Lists are indexed by ``NodeInfo.index``.
     """
+
+    @classmethod
+    def of(cls, ssn: Session) -> KubeNodeView:
+        """The session's view, made by the first plugin that needs it: ``predicates`` and
+        ``nodeorder`` read the same kube-scheduler NodeInfo, so they share one."""
+        if ssn.kube_nodes is None:
+            ssn.kube_nodes = cls(ssn)
+        return ssn.kube_nodes  # type: ignore[no-any-return]
 
     def __init__(self, ssn: Session) -> None:
         self._ssn = ssn
@@ -155,7 +163,7 @@ class PredicatesPlugin(Plugin):
     name = "predicates"
 
     def on_session_open(self, ssn: Session) -> None:
-        self.view = KubeNodeView(ssn)
+        self.view = KubeNodeView.of(ssn)
         filters = enabled_filters(self.arguments)
         self._unschedulable = "NodeUnschedulable" in filters
         self._affinity = "NodeAffinity" in filters
@@ -171,6 +179,16 @@ class PredicatesPlugin(Plugin):
         if self.pod_filters is not None:
             ssn.add("pre_predicate", self.name, self.pod_filters.prefilter)
         ssn.add("predicate", self.name, self.predicate)
+        ssn.add("predicate_key", self.name, self.predicate_key)
+
+    def predicate_key(self, task: TaskInfo) -> Hashable:
+        """What :meth:`predicate` reads of a task (the fit-cache hook): the rest is the
+        node's own state. None, so nothing is reused, when the answer also depends on pods
+        placed elsewhere (inter-pod terms and spread, the task's own or others' on it)."""
+        if self.depends_on_placed_pods(task):
+            return None
+        spec = task.task
+        return (tuple(sorted(spec.node_selector.items())), spec.required_affinity, spec.tolerations)
 
     def depends_on_placed_pods(self, task: TaskInfo) -> bool:
         """Whether this plugin's answer for ``task`` on a node can change when a pod is placed

@@ -50,7 +50,9 @@ class TdmPlugin(Plugin):
             if zone
         }
         ssn.add("predicate", self.name, self.predicate)
+        ssn.add("predicate_key", self.name, lambda task: task.revocable_zone)
         ssn.add("node_order", self.name, self.node_order)
+        ssn.add("node_order_key", self.name, lambda task: task.revocable_zone)
         ssn.add("preemptable", self.name, self.preemptable)
         ssn.add("victim_tasks", self.name, self.victim_tasks)
         ssn.add("job_order", self.name, self.job_order)
