@@ -1,19 +1,13 @@
-"""One Volcano scheduling session: plugin hooks, how they combine, and the task operations.
-
-Plugins register functions by hook name in ``on_session_open`` (tier order, then order within
-a tier); actions call the combined hooks. Every combination rule is the one of
-``framework/session_plugins.go`` as tabled in ``spec/volcano-scheduler.md`` §1.2: the first
-non-zero order wins, predicates AND with short-circuit, scores add up, votes for
-pipelined/enqueueable follow the Permit/Abstain/Reject rule, evictable candidates intersect per
-tier and an empty intersection passes to the next tier.
-"""
+"""One Volcano scheduling session (``framework/session.go``): the snapshot of the cluster as
+the session's task, job, queue and node records, the plugins opened on it, and the state
+changes actions make (allocate, pipeline, evict and their undo). How the plugins' hooks
+combine is ``session_plugins.py``; operations and statements are ``statement.py``."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
 
 from models.cluster import Node
@@ -37,80 +31,42 @@ from .api import (
     vsub,
 )
 from .fit_cache import FitCache
+from .framework import (
+    ABSTAIN,
+    HOOK_FLAGS,
+    PERMIT,
+    REJECT,
+    UNRESOLVABLE,
+    UNSCHEDULABLE,
+    Event,
+    EventHandler,
+    FitFailure,
+    Plugin,
+    ScoreSkip,
+    compare_task,
+    pod_index,
+)
+from .session_plugins import SessionPlugins
+from .statement import Operation, Statement
 
-PERMIT, ABSTAIN, REJECT = 1, 0, -1
-
-UNSCHEDULABLE = "Unschedulable"
-UNRESOLVABLE = "UnschedulableAndUnresolvable"
-
-HOOK_FLAGS = {
-    "queue_order": "QueueOrder",
-    "job_order": "JobOrder",
-    "task_order": "TaskOrder",
-    "predicate": "Predicate",
-    "pre_predicate": "Predicate",
-    "predicate_key": "Predicate",
-    "node_order": "NodeOrder",
-    "node_order_key": "NodeOrder",
-    "batch_node_order": "NodeOrder",
-    "hypernode_order": "HyperNodeOrder",
-    "hypernode_gradient": "HyperNodeGradient",
-    "allocatable": "Allocatable",
-    "job_ready": "JobReady",
-    "job_pipelined": "JobPipelined",
-    "job_enqueueable": "JobEnqueued",
-    "job_enqueued": "JobEnqueued",
-    "job_starving": "JobStarving",
-    "overused": "Overused",
-    "preemptive": "Preemptive",
-    "preemptable": "Preemptable",
-    "reclaimable": "Reclaimable",
-    "victim_tasks": "Victim",
-    "job_valid": None,
-    "victim_queue_order": None,
-}
-"""Hook → the ``enableXxx`` flag that gates it (None: never gated, as in Volcano)."""
-
-
-@dataclass(frozen=True)
-class FitFailure:
-    """Why a predicate rejected a node (a Volcano ``FitError`` status)."""
-
-    code: str
-    reason: str
-    plugin: str = ""
-
-    @property
-    def resolvable(self) -> bool:
-        return self.code != UNRESOLVABLE
-
-
-class ScoreSkip(Exception):
-    """A NodeOrderFn error: the node gets no NodeOrder part of its score (§6 TDM)."""
-
-
-@dataclass
-class Event:
-    task: TaskInfo
-
-
-@dataclass
-class EventHandler:
-    allocate: Callable[[Event], None] | None = None
-    deallocate: Callable[[Event], None] | None = None
-
-
-@dataclass
-class Operation:
-    kind: str
-    task: TaskInfo
-    node: str
-    reason: str = ""
-    gpus: tuple[DeviceShare, ...] | None = None
-    before: int = -1
-    """The node's version before the operation (see :meth:`Session.undo`)."""
-    after: int = -1
-    """The node's version right after it."""
+__all__ = [
+    "ABSTAIN",
+    "PERMIT",
+    "REJECT",
+    "UNRESOLVABLE",
+    "UNSCHEDULABLE",
+    "Event",
+    "EventHandler",
+    "FitFailure",
+    "Operation",
+    "Plugin",
+    "Records",
+    "ScoreSkip",
+    "Session",
+    "Statement",
+    "compare_task",
+    "pod_index",
+]
 
 
 @dataclass
@@ -120,22 +76,6 @@ class Records:
     binds: list[TaskInfo] = field(default_factory=list)
     pipelined: list[TaskInfo] = field(default_factory=list)
     evictions: list[TaskInfo] = field(default_factory=list)
-
-
-class Plugin:
-    """Base of every plugin: keeps its option and arguments."""
-
-    name = ""
-
-    def __init__(self, option: PluginOption) -> None:
-        self.option = option
-        self.arguments = option.arguments
-
-    def on_session_open(self, ssn: Session) -> None:
-        raise NotImplementedError
-
-    def on_session_close(self, ssn: Session) -> None:
-        return None
 
 
 def _pod_request(dims: Dims, resources: Mapping[str, int]) -> list[int]:
@@ -153,7 +93,7 @@ def _node_allocatable(dims: Dims, node: Node) -> list[int]:
     return vector
 
 
-class Session:
+class Session(SessionPlugins):
     """Snapshot state plus the registered hooks of the configured plugins."""
 
     def __init__(self, instance: Instance, seed: int = 0) -> None:
@@ -322,272 +262,6 @@ class Session:
         for plugin in self.plugins.values():
             plugin.on_session_close(self)
 
-    def add(self, hook: str, plugin: str, fn: Callable[..., Any]) -> None:
-        """Register ``fn`` for ``hook`` on behalf of ``plugin``."""
-        self._hooks[hook].append((plugin, fn))
-        self._tier_cache.pop(hook, None)
-        self._fn_cache.pop(hook, None)
-
-    def add_event_handler(self, handler: EventHandler) -> None:
-        self.event_handlers.append(handler)
-
-    def _tiers(self, hook: str) -> list[list[Callable[..., Any]]]:
-        """The enabled functions of ``hook``, grouped by tier, in registration order.
-
-        Cached: hooks are registered at open and never change afterwards, and this is called
-        for every (task, node) pair."""
-        cached = self._tier_cache.get(hook)
-        if cached is None:
-            cached = self._tier_cache[hook] = self._group(hook)
-            self._fn_cache[hook] = [fn for tier in cached for fn in tier]
-        return cached
-
-    def _group(self, hook: str) -> list[list[Callable[..., Any]]]:
-        flag = HOOK_FLAGS[hook]
-        grouped: dict[int, list[Callable[..., Any]]] = {}
-        for plugin, fn in self._hooks[hook]:
-            if flag is not None and not self._options[plugin].enabled(flag):
-                continue
-            grouped.setdefault(self._tier_of[plugin], []).append(fn)
-        return [grouped[t] for t in sorted(grouped)]
-
-    def _fns(self, hook: str) -> list[Callable[..., Any]]:
-        fns = self._fn_cache.get(hook)
-        if fns is None:
-            self._tiers(hook)
-            fns = self._fn_cache[hook]
-        return fns
-
-    def has_hook(self, hook: str) -> bool:
-        return bool(self._fns(hook))
-
-    # -- orders --------------------------------------------------------------------------
-
-    def _first_nonzero(self, hook: str, *args: Any) -> int:
-        for fn in self._fns(hook):
-            result = fn(*args)
-            if result != 0:
-                return result
-        return 0
-
-    def queue_order(self, left: QueueInfo, right: QueueInfo) -> bool:
-        """True if ``left`` is scheduled before ``right``."""
-        result = self._first_nonzero("queue_order", left, right)
-        if result != 0:
-            return result < 0
-        return (left.order, left.uid) < (right.order, right.uid)
-
-    def job_order(self, left: JobInfo, right: JobInfo) -> bool:
-        result = self._first_nonzero("job_order", left, right)
-        if result != 0:
-            return result < 0
-        return (left.order, left.uid) < (right.order, right.uid)
-
-    def job_order_compare(self, left: JobInfo, right: JobInfo) -> int:
-        """``JobOrderCompareFn``: the plugin result, 0 when every plugin ties."""
-        return self._first_nonzero("job_order", left, right)
-
-    def task_order(self, left: TaskInfo, right: TaskInfo) -> bool:
-        result = self._first_nonzero("task_order", left, right)
-        if result != 0:
-            return result < 0
-        return compare_task(left, right) < 0
-
-    def victim_queue_order(self, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> bool:
-        """True if victims of ``left`` go before victims of ``right``."""
-        for fn in self._fns("victim_queue_order"):
-            result = fn(left, right, preemptor)
-            if result != 0:
-                return result < 0
-        return not self.queue_order(left, right)
-
-    # -- predicates and scores -------------------------------------------------------------
-
-    def pre_predicate(self, task: TaskInfo) -> FitFailure | None:
-        for fn in self._fns("pre_predicate"):
-            failure = fn(task)
-            if failure is not None:
-                return failure
-        return None
-
-    def predicate(self, task: TaskInfo, node: NodeInfo) -> FitFailure | None:
-        """AND over plugins, short-circuit at the first failure."""
-        for fn in self._fns("predicate"):
-            failure = fn(task, node)
-            if failure is not None:
-                return failure
-        return None
-
-    def predicate_key(self, task: TaskInfo) -> tuple[Hashable, ...] | None:
-        """What the PredicateFns read of ``task``, one part per plugin (the fit-cache hook,
-        see ``fit_cache``); None when the verdicts cannot be reused."""
-        return self._hook_key("predicate", "predicate_key", task)
-
-    def node_order_key(self, task: TaskInfo) -> tuple[Hashable, ...] | None:
-        """What the NodeOrderFns read of ``task`` besides the node's own state (the same hook
-        for scores, see ``nodes.node_orders``); None when the scores cannot be reused."""
-        return self._hook_key("node_order", "node_order_key", task)
-
-    def _hook_key(self, hook: str, key_hook: str, task: TaskInfo) -> tuple[Hashable, ...] | None:
-        """One key part per enabled function of ``hook``, from its plugin's ``key_hook``; None
-        if a plugin has no key function or its key function returns None."""
-        keys = {plugin: fn for plugin, fn in self._hooks[key_hook]}
-        flag = HOOK_FLAGS[hook]
-        parts: list[Hashable] = []
-        for plugin, _ in self._hooks[hook]:
-            if flag is not None and not self._options[plugin].enabled(flag):
-                continue
-            key_fn = keys.get(plugin)
-            part = key_fn(task) if key_fn is not None else None
-            if part is None:
-                return None
-            parts.append(part)
-        return tuple(parts)
-
-    def node_order(self, task: TaskInfo, node: NodeInfo) -> float:
-        """Σ NodeOrderFn; a plugin error drops the node's whole NodeOrder part (PrioritizeNodes)."""
-        total = 0.0
-        try:
-            for fn in self._fns("node_order"):
-                total += fn(task, node)
-        except ScoreSkip:
-            return 0.0
-        return total
-
-    def batch_node_order(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, float]:
-        fns = self._fns("batch_node_order")
-        if not fns:
-            return {}
-        scores = dict(fns[0](task, nodes))
-        for fn in fns[1:]:
-            for name, score in fn(task, nodes).items():
-                scores[name] = scores.get(name, 0.0) + score
-        return scores
-
-    def hypernode_order(
-        self, job: JobInfo, hypernodes: dict[str, list[NodeInfo]]
-    ) -> dict[str, float]:
-        scores: dict[str, float] = {}
-        for fn in self._fns("hypernode_order"):
-            for name, score in fn(job, hypernodes).items():
-                scores[name] = scores.get(name, 0.0) + score
-        return scores
-
-    def hypernode_gradient(
-        self, job: JobInfo, hypernode: str, purpose: str, subjob: bool
-    ) -> list[list[str]]:
-        """``HyperNodeGradientFor{Job,SubJob}Fn``: the first registered plugin decides; none →
-        ``[[hypernode]]``. ``subjob`` selects the subjob variant (its minResource is the Σ
-        InitResreq of its pending tasks instead of the PodGroup's minResources)."""
-        fns = self._fns("hypernode_gradient")
-        if not fns:
-            return [[hypernode]]
-        return fns[0](job, hypernode, purpose, subjob)
-
-    # -- job and queue predicates ------------------------------------------------------------
-
-    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return all(fn(queue, task) for fn in self._fns("allocatable"))
-
-    def job_ready(self, job: JobInfo) -> bool:
-        return all(fn(job) for fn in self._fns("job_ready"))
-
-    def _vote(self, hook: str, job: JobInfo) -> bool:
-        for tier in self._tiers(hook):
-            permit = False
-            for fn in tier:
-                vote = fn(job)
-                if vote < 0:
-                    return False
-                permit = permit or vote > 0
-            if permit:
-                return True
-        return True
-
-    def job_pipelined(self, job: JobInfo) -> bool:
-        return self._vote("job_pipelined", job)
-
-    def job_enqueueable(self, job: JobInfo) -> bool:
-        return self._vote("job_enqueueable", job)
-
-    def enqueue_rejecters(self, job: JobInfo) -> list[str]:
-        """The enabled plugins whose JobEnqueueable votes Reject for ``job`` (for reasons)."""
-        flag = HOOK_FLAGS["job_enqueueable"]
-        return [
-            plugin
-            for plugin, fn in self._hooks["job_enqueueable"]
-            if (flag is None or self._options[plugin].enabled(flag)) and fn(job) < 0
-        ]
-
-    def job_enqueued(self, job: JobInfo) -> None:
-        for fn in self._fns("job_enqueued"):
-            fn(job)
-
-    def job_starving(self, job: JobInfo) -> bool:
-        """Only the first tier with a starving function decides, as an AND inside it
-        (Volcano quirk (§9.5): with gang and priority in tier 1 that is gang's test)."""
-        for tier in self._tiers("job_starving"):
-            return all(fn(job) for fn in tier)
-        return False
-
-    def job_valid(self, job: JobInfo) -> str | None:
-        for fn in self._fns("job_valid"):
-            reason = fn(job)
-            if reason is not None:
-                return reason
-        return None
-
-    def overused(self, queue: QueueInfo) -> bool:
-        return any(fn(queue) for fn in self._fns("overused"))
-
-    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return all(fn(queue, task) for fn in self._fns("preemptive"))
-
-    def _evictable(
-        self, hook: str, preemptor: TaskInfo, candidates: list[TaskInfo]
-    ) -> list[TaskInfo]:
-        """Per tier, intersect the candidate lists of the non-abstaining plugins; an empty
-        result moves on to the next tier.
-
-        Volcano quirk (§9.4): a plugin answering "none" (TDM's Reject included) is no veto;
-        a later tier decides, and a non-empty earlier tier skips the later ones."""
-        for tier in self._tiers(hook):
-            victims: list[TaskInfo] | None = None
-            for fn in tier:
-                chosen, vote = fn(preemptor, candidates)
-                if vote == ABSTAIN:
-                    continue
-                if not chosen:
-                    victims = None
-                    break
-                if victims is None:
-                    victims = list(chosen)
-                else:
-                    keep = {t.uid for t in chosen}
-                    victims = [t for t in victims if t.uid in keep]
-            if victims:
-                return victims
-        return []
-
-    def preemptable(self, preemptor: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        return self._evictable("preemptable", preemptor, candidates)
-
-    def reclaimable(self, reclaimer: TaskInfo, candidates: list[TaskInfo]) -> list[TaskInfo]:
-        return self._evictable("reclaimable", reclaimer, candidates)
-
-    def victim_tasks(self) -> list[TaskInfo]:
-        """Union per tier; the first tier with a non-empty union wins."""
-        for tier in self._tiers("victim_tasks"):
-            seen: dict[str, TaskInfo] = {}
-            for fn in tier:
-                for task in fn():
-                    seen.setdefault(task.uid, task)
-            if seen:
-                return list(seen.values())
-        return []
-
-    # -- task operations ---------------------------------------------------------------------
-
     def _update_status(self, task: TaskInfo, status: Status) -> None:
         job = self.jobs[task.job]
         was = task.status in ALLOCATED_STATUSES
@@ -735,70 +409,3 @@ class Session:
     def tasks(self) -> Iterable[TaskInfo]:
         for job in self.jobs.values():
             yield from job.tasks.values()
-
-
-class Statement:
-    """A group of operations that is committed or discarded together (``framework.Statement``)."""
-
-    def __init__(self, ssn: Session) -> None:
-        self.ssn = ssn
-        self.operations: list[Operation] = []
-
-    def allocate(
-        self, task: TaskInfo, node: NodeInfo, gpus: tuple[DeviceShare, ...] | None = None
-    ) -> None:
-        self.operations.append(self.ssn.allocate(task, node, gpus))
-
-    def pipeline(
-        self, task: TaskInfo, node: NodeInfo, gpus: tuple[DeviceShare, ...] | None = None
-    ) -> None:
-        self.operations.append(self.ssn.pipeline(task, node, gpus))
-
-    def evict(self, task: TaskInfo, reason: str) -> None:
-        self.operations.append(self.ssn.evict(task, reason))
-
-    def discard(self) -> None:
-        for op in reversed(self.operations):
-            self.ssn.undo(op)
-        self.operations = []
-
-    def commit(self) -> None:
-        for op in self.operations:
-            self.ssn.commit_op(op)
-        self.operations = []
-
-    def merge(self, other: Statement) -> None:
-        self.operations.extend(other.operations)
-        other.operations = []
-
-    def recover(self, operations: Sequence[Operation]) -> None:
-        """Replay saved operations (the hard-topology path re-applies a dry run's winner)."""
-        for op in operations:
-            self.operations.append(self.ssn.redo(op))
-
-
-@lru_cache(maxsize=1 << 16)
-def pod_index(name: str) -> int | None:
-    """The index suffix ``CompareTask`` reads: the last ``-`` token when there are ≥ 3
-    (remembered: every sift of a task heap compares two names)."""
-    parts = name.split("-")
-    if len(parts) < 3:
-        return None
-    try:
-        return int(parts[-1])
-    except ValueError:
-        return None
-
-
-def compare_task(left: TaskInfo, right: TaskInfo) -> int:
-    """``controllers/job/helpers.CompareTask``: index suffix, then creation time, then UID.
-
-    Pods of one snapshot share a creation time, so the UID decides; vcopt's UID is the
-    ``namespace/name`` key, which orders like Volcano's test UIDs (``namespace-name``).
-    """
-    li, ri = pod_index(left.name), pod_index(right.name)
-    if li is not None and ri is not None and li != ri:
-        return -1 if li < ri else 1
-    if left.uid == right.uid:
-        return 0
-    return -1 if left.uid < right.uid else 1
