@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from models.topology import Topology
 from models.workload import INQUEUE, PENDING
 
-from ..api import JobInfo, NodeInfo, Status, TaskInfo, vle
+from ..api import JobInfo, NodeInfo, QueueInfo, Status, TaskInfo, vle
 from ..heap import GoHeap
 from ..nodes import best_node, device_fit, fits_idle
 from ..scan import FitReport, RoleCache, predicate_nodes
@@ -46,7 +46,9 @@ def worksheet(ssn: Session, job: JobInfo) -> Worksheet:
     return Worksheet(heap)
 
 
-def execute(ssn: Session) -> None:
+def _schedulable(ssn: Session) -> tuple[GoHeap, dict[str, GoHeap], dict[str, Worksheet]]:
+    """The queues with jobs to allocate, each queue's job heap and each job's worksheet:
+    jobs past enqueue (every job when enqueue is not configured), valid, with pending tasks."""
     enqueue_configured = "enqueue" in ssn.conf.actions
     queues: GoHeap = GoHeap(ssn.queue_order)
     jobs_by_queue: dict[str, GoHeap] = {}
@@ -71,39 +73,51 @@ def execute(ssn: Session) -> None:
             jobs_by_queue[queue.uid] = GoHeap(ssn.job_order)
             queues.push(queue)
         jobs_by_queue[queue.uid].push(job)
+    return queues, jobs_by_queue, sheets
 
+
+def _skip_overused(queue: QueueInfo, heap: GoHeap) -> None:
+    """Volcano quirk (§9.3): an overused queue is dropped for the rest of the action."""
+    for job in heap.items():
+        job.reason = job.reason or (
+            f"queue {queue.name} is overused (allocated ≥ deserved), "
+            "so allocate skipped it for the rest of the cycle"
+        )
+
+
+def _allocate_job(ssn: Session, job: JobInfo, sheet: Worksheet) -> tuple[Worksheet, bool]:
+    """One turn of ``job``: its worksheet after the turn, and whether the job goes back on
+    its queue's heap (committed and still has tasks). Volcano quirk (§9.1, §9.3): a job that
+    is not ready is not pushed back, and a pipelined-only statement is neither committed nor
+    discarded, so its placements keep holding node and queue resources for the rest of the
+    cycle without being bound."""
+    hard = job.hard_tier is not None
+    if hard:
+        stmt, sheet, hypernode = allocate_for_job(ssn, job, sheet)
+    else:
+        stmt = allocate_tasks(ssn, job, sheet, ssn.node_list)
+    if stmt is None or not ssn.job_ready(job):
+        return sheet, False
+    if hard:
+        record_hypernode(ssn, job, hypernode)
+    stmt.commit()
+    return sheet, not sheet.empty()
+
+
+def execute(ssn: Session) -> None:
+    queues, jobs_by_queue, sheets = _schedulable(ssn)
     while not queues.empty():
         queue = queues.pop()
         heap = jobs_by_queue[queue.uid]
         if ssn.overused(queue):
-            # Volcano quirk (§9.3): an overused queue is dropped for the rest of the action.
-            for job in heap.items():
-                job.reason = job.reason or (
-                    f"queue {queue.name} is overused (allocated ≥ deserved), "
-                    "so allocate skipped it for the rest of the cycle"
-                )
+            _skip_overused(queue, heap)
             continue
         if heap.empty():
             continue
         job = heap.pop()
-        sheet = sheets[job.uid]
-        if job.hard_tier is not None:
-            stmt, sheet, hypernode = allocate_for_job(ssn, job, sheet)
-            sheets[job.uid] = sheet
-            if stmt is not None and ssn.job_ready(job):
-                record_hypernode(ssn, job, hypernode)
-                stmt.commit()
-                if not sheet.empty():
-                    heap.push(job)
-        else:
-            stmt = allocate_tasks(ssn, job, sheet, ssn.node_list)
-            if stmt is not None and ssn.job_ready(job):
-                stmt.commit()
-                if not sheet.empty():
-                    heap.push(job)
-        # Volcano quirk (§9.1, §9.3): a job that is not ready is not pushed back, and a
-        # pipelined-only statement is neither committed nor discarded, so its placements keep
-        # holding node and queue resources for the rest of the cycle without being bound.
+        sheets[job.uid], again = _allocate_job(ssn, job, sheets[job.uid])
+        if again:
+            heap.push(job)
         queues.push(queue)
 
 
@@ -138,6 +152,15 @@ _HOLDING = frozenset(
 )
 
 
+def _task_failed(job: JobInfo, task: TaskInfo, reason: str) -> bool:
+    """Record why ``task`` found no node and whether the job goes on with its other tasks.
+    Volcano quirk (§9.18): minAvailable == #tasks stops at the first failure."""
+    job.fit_errors[task.uid] = reason
+    if task.role:
+        job.role_fit_failed.add(task.role)
+    return need_continue(job)
+
+
 def allocate_tasks(
     ssn: Session, job: JobInfo, sheet: Worksheet, nodes: list[NodeInfo]
 ) -> Statement | None:
@@ -157,10 +180,7 @@ def allocate_tasks(
             continue
         failure = ssn.pre_predicate(task)
         if failure is not None:
-            job.fit_errors[task.uid] = failure.reason
-            if task.role:
-                job.role_fit_failed.add(task.role)
-            if need_continue(job):
+            if _task_failed(job, task, failure.reason):
                 continue
             break
         report = FitReport(ssn.fit_cache)
@@ -169,11 +189,7 @@ def allocate_tasks(
         if not feasible and candidates:
             feasible = predicate_nodes(ssn, task, nodes, report, role_cache)
         if not feasible:
-            job.fit_errors[task.uid] = report.summary(len(nodes))
-            if task.role:
-                job.role_fit_failed.add(task.role)
-            # Volcano quirk (§9.18): minAvailable == #tasks stops at the first failure.
-            if need_continue(job):
+            if _task_failed(job, task, report.summary(len(nodes))):
                 continue
             break
         node = best_node(ssn, task, feasible)
