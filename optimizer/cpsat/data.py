@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from models.cluster import Node
 from models.instance import Instance
@@ -29,6 +30,9 @@ from .classes import EvictGroup, NodeClass, build_classes, topology_levels
 from .records import Candidates, Group, RunningPod, Unit
 from .units import model_units
 from .view import View
+
+if TYPE_CHECKING:
+    from .fragmentation import Deltas, TypicalTask
 
 
 @dataclass
@@ -62,6 +66,10 @@ class Compiled:
     node_class: list[int]
     """Per node, its class."""
     evict_groups: list[EvictGroup]
+    typical: tuple[TypicalTask, ...] = ()
+    """The typical-task mix the fragmentation stage reads (empty: the stage is off)."""
+    fragmentation_deltas: Deltas | None = field(default=None, repr=False)
+    """Its Δ tables, made on first use (``fragmentation.deltas_for``)."""
     groups_on: list[list[int]] = field(init=False)
     """Per class, the groups that may use it."""
     evict_group_of: dict[int, int] = field(init=False)
@@ -284,6 +292,7 @@ def compile_instance(
     aggregate: bool = True,
     split: frozenset[int] = frozenset(),
     view: View | None = None,
+    typical: Sequence[TypicalTask] = (),
 ) -> Compiled:
     """Build the tables; ``tdm_lookahead`` also forbids revocable nodes to jobs that would
     outlive the zone's window (DESIGN §5, optional). ``aggregate`` False gives every node its
@@ -348,6 +357,7 @@ def compile_instance(
         classes=classes,
         node_class=node_class,
         evict_groups=evict_groups,
+        typical=tuple(typical),
     )
 
 
