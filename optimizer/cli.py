@@ -152,7 +152,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from .alibaba import import_trace
+    from .trace_import import import_trace
 
     try:
         doc = import_trace(
