@@ -364,3 +364,35 @@ def test_benchmark_cli_smoke_on_a_slice():
         assert row["seed"] == 42 and row["arrival"] == 1.3
         assert row["wall_seconds"] >= 0
         assert not any(isinstance(v, float) and math.isnan(v) for v in row["alloc_at"].values())
+
+
+@needs_data
+def test_volcano_fast_path_makes_the_greedy_engines_choices_on_the_slice():
+    """The ``volcano`` policy is a fast path of Volcano's Helm-default scores. On the committed
+    slice's cluster and arrivals (15 nodes, 103 tasks, seed 42), one pod per cycle through
+    ``optimizer.greedy`` (each cycle an instance of the state so far) picks, every cycle, a
+    node among the fast path's top-scoring ones (exact ties are broken at random by both, with
+    different generators), the same devices on it, and drops the same tasks. Both continue
+    from the engine's choice."""
+    nodes = ti.shape_sample(ti.read_nodes(DATA / "openb_node_list_gpu_node.csv"), 1)
+    tasks = ti.read_tasks(DATA / "openb_pod_list_default.csv")
+    seq = ti.draw(tasks, len(nodes), 42, 1.3, ti.capacity_milli(nodes)).tasks
+    cluster = state.Cluster.of(nodes)
+    volcano = policies.VolcanoDefault(cluster, 42)
+    builder = batches.BatchInstances(nodes)
+    options = SolveOptions(quiet=True)
+    ties = placed = 0
+    for t in seq:
+        best = volcano.best(cluster, t, np.flatnonzero(cluster.feasible(t)))
+        (choice,), _ = batches.solve_batch(builder, cluster, [t], options, "greedy")
+        if not best:
+            assert choice is None, t.name
+            continue
+        assert choice is not None and choice[0] in best, t.name
+        assert volcano.commit(cluster, choice[0], t) == choice[1], t.name
+        cluster.place(choice[0], t, choice[1])
+        builder.place(choice[0], t, choice[1])
+        ties += len(best) > 1
+        placed += 1
+    print(f"{placed} placed, {ties} with tied top scores")
+    assert placed and ties < placed

@@ -5,10 +5,10 @@ back as node and device choices.
 
 Earlier placements are fixed (the scheduler configuration has no preemption, so no running pod
 is evicted). They are written as one running *holder* pod per node holding what they hold
-together — CPU, memory and each device's booked memory and cores — which is everything any
-rule reads of them here: the trace's tasks never leave, and the FGD setup has no pod limit
-(``pods: 110`` then binds on no node, as it would not with the tasks written one by one only
-on nodes with more than 109 of them).
+together — CPU, memory, ``nvidia.com/gpu`` and each device's booked memory and cores — which
+is everything any rule or score reads of them here, the pod count aside: the trace's tasks
+never leave, and the FGD setup has no pod limit (``pods: 110`` then binds on no node, where
+the tasks written one by one would bind it on nodes holding more than 109 of them).
 """
 
 from __future__ import annotations
@@ -62,8 +62,12 @@ class BatchInstances:
         self.device_memory = np.array([GPU_MEMORY_MIB[n.model] for n in nodes], dtype=np.int64)
         self.booked = np.zeros((len(nodes), MAX_GPUS), dtype=np.int64)
         """Per device, the MiB the placed tasks booked (HAMi floors each share's memory)."""
+        self.gpu_requests = np.zeros(len(nodes), dtype=np.int64)
+        """Per node, the placed tasks' ``nvidia.com/gpu`` (what Volcano's resource fit and
+        BalancedAllocation count)."""
 
     def place(self, node: int, task: TraceTask, devices: Sequence[int]) -> None:
+        self.gpu_requests[node] += task.num_gpu
         for d in devices:
             self.booked[node, d] += share_memory(int(self.device_memory[node]), task)
 
@@ -92,7 +96,7 @@ class BatchInstances:
             return None
         resources: dict[str, Any] = {"cpu": f"{cpu}m", "memory": f"{mem}Mi"}
         if used:
-            resources[HAMI_COUNT] = len(used)
+            resources[HAMI_COUNT] = int(self.gpu_requests[n])
         shares = [
             {
                 "id": f"GPU-{node.name}-{d}",

@@ -227,26 +227,35 @@ class VolcanoDefault:
         return order[taken]
 
     def __call__(self, state: Online, task: TraceTask, nodes: np.ndarray) -> Choice:
-        c = state.cluster
+        best = self.best(state.cluster, task, nodes)
+        if not best:
+            return -1, ()
+        node = best[0] if len(best) == 1 else self.rng.choice(best)
+        return node, self.commit(state.cluster, node, task)
+
+    def best(self, c: Cluster, task: TraceTask, nodes: np.ndarray) -> list[int]:
+        """The nodes of this cycle's scan with the top score (empty: the pod stays pending);
+        advances the scan offset."""
         nodes = nodes[self.pods[nodes] < POD_CAPACITY]
         if task.num_gpu:
             nodes = nodes[self.gpu_requested[nodes] + task.num_gpu <= self.gpu_allocatable[nodes]]
         if not nodes.size:
-            return -1, ()
+            return []
         group = self.scan(nodes, len(c.names))
         if len(group) == 1:
-            node = int(group[0])
-        else:
-            scores = [self.score(c, int(i), task) for i in group]
-            top = max(scores)
-            best = [int(i) for i, s in zip(group, scores, strict=True) if s == top]
-            node = best[0] if len(best) == 1 else self.rng.choice(best)
+            return [int(group[0])]
+        scores = [self.score(c, int(i), task) for i in group]
+        top = max(scores)
+        return [int(i) for i, s in zip(group, scores, strict=True) if s == top]
+
+    def commit(self, c: Cluster, node: int, task: TraceTask) -> tuple[int, ...]:
+        """Book the pod on ``node``; returns the devices ``binpack`` gives it there."""
         devices = self.devices(c, node, task)
         self.pods[node] += 1
         self.gpu_requested[node] += task.num_gpu
         for d in devices:
             self.used_mem[node, d] += self.share_memory(node, task)
-        return node, devices
+        return devices
 
     def share_memory(self, node: int, task: TraceTask) -> int:
         return int(self.device_memory[node]) * (task.gpu_milli // 10) // 100
