@@ -23,6 +23,7 @@ from .options import OBJECTIVES, STRATEGIES, OptionError, SolveOptions, parse_we
 from .plan import FORMATS, read_plan, write_atomic
 from .progress import reporter
 from .solve import ENGINES, solve, solve_both
+from .typical_mix import load_mix
 from .verify import format_violations, verify
 
 EXIT_OK, EXIT_ERROR, EXIT_INPUT, EXIT_VIOLATIONS = 0, 1, 2, 3
@@ -74,6 +75,7 @@ def _options(args: argparse.Namespace) -> SolveOptions:
             gap=args.gap,
             objective=args.objective,
             weights=parse_weights(args.weights or ""),
+            typical_mix=load_mix(args.typical_mix) if args.typical_mix else None,
             strategy=args.strategy,
             tdm_lookahead=args.tdm_lookahead,
             quiet=args.quiet,
@@ -218,7 +220,18 @@ def _solver_arguments(p: argparse.ArgumentParser) -> None:
         help="one model, or part by part then large-neighbourhood rounds; auto picks by size "
         "(default auto)",
     )
-    p.add_argument("--weights", default="", help="per-stage weights, e.g. work=1,packing=0")
+    p.add_argument(
+        "--weights",
+        default="",
+        help="per-stage weights, e.g. work=1,packing=0; fragmentation=1 switches on FGD's "
+        "fragmentation stage",
+    )
+    p.add_argument(
+        "--typical-mix",
+        metavar="FILE",
+        help="typical-task mix of the fragmentation stage (YAML list; default: the instance's "
+        "own pods)",
+    )
     p.add_argument(
         "--tdm-lookahead",
         action="store_true",

@@ -6,13 +6,16 @@ F is worked by hand from the definition in ``fragmentation.py`` (FGD benchmark s
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from cpsat_kit import checked, greedy, instance, options
 
+from models.errors import InputError
 from models.gpu import GpuRequest
 from models.load import load
+from optimizer.cli import main
 from optimizer.cpsat.expand import expand
 from optimizer.cpsat.extract import plan_from
 from optimizer.cpsat.fragmentation import (
@@ -28,6 +31,7 @@ from optimizer.cpsat.objective import evaluate
 from optimizer.cpsat.variables import value_of
 from optimizer.options import OptionError, SolveOptions
 from optimizer.progress import Progress
+from optimizer.typical_mix import load_mix
 
 SLICE = Path(__file__).resolve().parents[2] / "instances" / "alibaba-slice.yaml"
 ON = {"fragmentation": 1}
@@ -137,3 +141,54 @@ def test_solution_stage_value_agrees_with_evaluate_on_the_trace_slice() -> None:
     assert plan.placements
     value = value_of(model.stages["fragmentation"], result.values)
     assert value == evaluate(model.data, plan).fragmentation
+
+
+def test_typical_mix_file_is_read_and_its_weights_scaled(tmp_path: Path) -> None:
+    """Weights 3 and 1 become ¾ and ¼; a CPU-only shape keeps milli 0 whatever it says."""
+    path = tmp_path / "mix.yaml"
+    path.write_text(
+        "- {cpu: 8000, gpuMilli: 500, gpus: 1, types: [A10], weight: 3}\n"
+        "- {cpu: 2000, gpus: 0, weight: 1}\n"
+    )
+    assert load_mix(path) == (
+        TypicalTask(8000, 500, 1, ("A10",), 0.75),
+        TypicalTask(2000, 0, 0, (), 0.25),
+    )
+
+
+def test_bad_typical_mix_names_file_item_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every problem of the file, each with the item and field, and the CLI exits 2 with no
+    traceback: a share above 1,000 milli, a negative CPU, a zero weight, an unknown field."""
+    path = tmp_path / "mix.yaml"
+    path.write_text(
+        "- {cpu: 1000, gpuMilli: 1500, gpus: 1}\n- {cpu: -1, gpus: 0, weight: 0, gpu: 1}\n"
+    )
+    with pytest.raises(InputError) as err:
+        load_mix(path)
+    found = {(p.obj, p.field) for p in err.value.problems}
+    assert found == {
+        ("typical[0]", "gpuMilli"),
+        ("typical[1]", "cpu"),
+        ("typical[1]", "weight"),
+        ("typical[1]", ""),
+    }
+    assert all(p.file == str(path) for p in err.value.problems)
+    code = main(["solve", str(SLICE), "--weights", "fragmentation=1", "--typical-mix", str(path)])
+    assert code == 2
+    out = capsys.readouterr()
+    assert "typical[0]: gpuMilli" in out.err and "Traceback" not in out.err
+
+
+def test_cli_solves_with_the_stage_and_a_given_mix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--weights fragmentation=1 --typical-mix FILE`` runs the stage: the JSON plan reports
+    its value among the solver's stages."""
+    path = tmp_path / "mix.yaml"
+    path.write_text("- {cpu: 4000, gpuMilli: 1000, gpus: 1}\n")
+    args = ["solve", str(SLICE), "--weights", "fragmentation=1", "--typical-mix", str(path)]
+    assert main([*args, "--time-limit", "10", "--format", "json", "-q"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "fragmentation" in doc["solver"]["stages"]
