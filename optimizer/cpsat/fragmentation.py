@@ -208,32 +208,39 @@ class Deltas:
 
     def coefficient(self, group: Group, c: int, dc: int | None) -> int:
         """⌊SCALE·Δ⌉ of one pod of ``group`` on a node of class ``c``, its first container on
-        device class ``dc`` (None: its first option there), the others on their first."""
+        device class ``dc`` (None: its first option there), the others on their first; a
+        container whose class has fewer devices than it asks for goes on to its next options."""
         containers = group.where.containers.get(c, [])
         choice = tuple(
-            (dc if k == 0 and dc is not None else options[0][0], options[0][1])
+            tuple(sorted(options, key=lambda o: o[0] != dc)) if k == 0 else tuple(options)
             for k, options in enumerate(containers)
         )
-        shape = (group.request.get("cpu", 0), group.gpus, choice)
-        key = (c, shape)
+        key = (c, group.request.get("cpu", 0), group.gpus, choice)
         if key not in self._memo:
             self._memo[key] = round(SCALE * self._delta(group, c, choice))
         return self._memo[key]
 
-    def _delta(self, group: Group, c: int, choice: tuple[tuple[int, bool], ...]) -> float:
+    def _delta(
+        self, group: Group, c: int, choice: tuple[tuple[tuple[int, bool], ...], ...]
+    ) -> float:
         cpu, free, types, owner = self._states[c]
         before = self.mix.frag(NodeState(cpu, tuple(free), tuple(types)))
         after = list(free)
         cls = self.classes[c]
         taken: set[int] = set()
-        for request, (d, whole) in zip(group.gpus, choice, strict=True):
-            dc = cls.devices[d]
-            slots = [i for i, o in enumerate(owner) if o == d and i not in taken]
-            for i in slots[: request.nums]:
+        for request, options in zip(group.gpus, choice, strict=True):
+            slots = [
+                (i, d, whole)
+                for d, whole in options
+                for i, o in enumerate(owner)
+                if o == d and i not in taken
+            ]
+            for i, d, whole in slots[: request.nums]:
                 taken.add(i)
                 if whole or request.exclusive:
                     after[i] = 0
                 else:
+                    dc = cls.devices[d]
                     memory = request.memory_on(dc.device.memory)
                     after[i] = device_free(dc, memory, request.booked_cores, 1)
         cpu_after = cpu - group.request.get("cpu", 0)
