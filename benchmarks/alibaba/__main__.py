@@ -77,7 +77,16 @@ def run(args: argparse.Namespace, policy: str, seed: int) -> dict[str, Any]:
         )
         return row
     batch = BatchOptions(size=args.batch, time_limit=args.time_limit, seed=seed)
-    result = run_policy(policy, nodes, tasks, seed, args.arrival, batch)
+    report = None
+    if args.progress:
+
+        def report(stats: dict[str, Any]) -> None:
+            share = 100 * stats["allocated"] / capacity
+            line = f"seed {seed} batch at {stats['first']}: {stats['status']}"
+            line += f", {stats['seconds']:.1f} s, allocated {share:.2f} %"
+            print(line, file=sys.stderr, flush=True)
+
+    result = run_policy(policy, nodes, tasks, seed, args.arrival, batch, report)
     row.update(
         tasks=len(result.placed),
         allocation_ratio=round(result.allocation_ratio, 3),
@@ -119,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         "--nodes-per-shape", type=int, default=0, help="a smaller cluster (arrivals tuned to it)"
     )
     p.add_argument("--json", action="store_true", help="one JSON object per policy and seed")
+    p.add_argument("--progress", action="store_true", help="cpsat-batch: one line per batch")
     args = p.parse_args(argv)
     policies = args.policy.split(",")
     unknown = [x for x in policies if x not in POLICIES]

@@ -4,7 +4,7 @@ simulator's per-task log (§4 step 7) and its discretised read-out (§4 step 8).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -177,9 +177,11 @@ def run_batched(
     engine: str = "cpsat",
     seed: int = 0,
     arrival: float = 0.0,
+    progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunResult:
     """Arrivals in batches of ``size``; each batch is one ``vcopt solve`` of the current
-    state, placed at once and never revisited. The log still has one point per task."""
+    state, placed at once and never revisited. The log still has one point per task;
+    ``progress`` is told each batch's statistics as it ends."""
     start = time.perf_counter()
     state = new_state(nodes, typ, rank, seed)
     log = Log(state, len(sequence))
@@ -199,8 +201,12 @@ def run_batched(
                 "status": info.status.value if info else Status.FEASIBLE.value,
                 "greedy": bool(info and info.fallback),
                 "seconds": round(time.perf_counter() - began, 3),
+                "first": first,
+                "allocated": int(log.total_allocated),
             }
         )
+        if progress is not None:
+            progress(stats[-1])
     cluster = state.cluster
     assert (cluster.cpu >= 0).all() and (cluster.mem >= 0).all() and (cluster.gpus >= 0).all()
     return log.result(name, seed, arrival, start, {"batches": stats})
@@ -223,6 +229,7 @@ def run_policy(
     seed: int,
     arrival: float,
     batch: BatchOptions | None = None,
+    progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunResult:
     """One online or batch policy on the arrivals of one seed (typical tasks from ``tasks``,
     the original list)."""
@@ -241,7 +248,7 @@ def run_policy(
         )
         result = run_batched(
             policy, nodes, drawn.tasks, drawn.node_rank, typ, options, batch.size,
-            batch.engine, seed, arrival,
+            batch.engine, seed, arrival, progress,
         )  # fmt: skip
     else:
         chosen: Policy
