@@ -72,14 +72,21 @@ class BatchInstances:
             self.booked[node, d] += share_memory(int(self.device_memory[node]), task)
 
     def document(self, cluster: Cluster, batch: Sequence[TraceTask]) -> dict[str, Any]:
-        jobs = [self._holder(cluster, n) for n in range(len(self.nodes))]
+        """The instance of one batch: the nodes some task of the batch fits on (by CPU, memory,
+        GPU model and GPU capacity — a node none fits cannot change the plan, nothing is
+        evicted), their holders, and the batch."""
+        fits = np.zeros(len(self.nodes), dtype=bool)
+        for task in batch:
+            fits |= cluster.feasible(task)
+        open_nodes = np.flatnonzero(fits).tolist() or [0]
+        jobs = [self._holder(cluster, n) for n in open_nodes]
         return {
             "apiVersion": API_VERSION,
             "kind": "Instance",
             "metadata": {"name": "alibaba-batch"},
             "now": TRACE_RELEASED,
             "scheduler": SCHEDULER_CONF,
-            "nodes": self.node_docs,
+            "nodes": [self.node_docs[n] for n in open_nodes],
             "queues": [{"name": DEFAULT_QUEUE}],
             "jobs": [j for j in jobs if j is not None] + [job_doc(t) for t in batch],
         }
