@@ -164,6 +164,11 @@ REPLAY_WEIGHTS = {"fairness": 0, "topology": 0, "fragmentation": 1, "packing": 0
 """The stages the replay asks for: allocated work first, then fragmentation. The trace has one
 queue and one-pod jobs, so fairness and topology could only spend time; packing (fewer devices
 opened) would pull against fragmentation's choice between spoiling a device and opening one."""
+REPLAY_OBJECTIVE = "weighted"
+REPLAY_STRATEGY = "monolithic"
+"""One solve of the weighted sum (work scaled above fragmentation's span, so still first) on
+one model: a batch's budget is a few seconds, and a second stage or decomposition rounds would
+each load and presolve the model again."""
 
 
 def run_batched(
@@ -243,6 +248,8 @@ def run_policy(
             workers=batch.workers,
             seed=batch.seed,
             weights=REPLAY_WEIGHTS,
+            objective=REPLAY_OBJECTIVE,
+            strategy=REPLAY_STRATEGY,
             typical_mix=engine_mix(tasks),
             quiet=True,
         )
