@@ -298,7 +298,8 @@ def compile_instance(
     outlive the zone's window (DESIGN §5, optional). ``aggregate`` False gives every node its
     own class and every job its own unit; ``split`` names nodes that get classes of their own
     (what an expansion could not fit is solved again at node level). A ``view`` compiles only
-    the part of the snapshot a large-neighbourhood round decides (``view.py``)."""
+    the part of the snapshot a large-neighbourhood round decides (``view.py``); ``typical`` is
+    the typical-task mix of the fragmentation stage (empty while the stage is off)."""
     jobs = list(instance.jobs)
     priorities = sorted({j.priority for j in jobs})
     rank = {p: i for i, p in enumerate(priorities)}
