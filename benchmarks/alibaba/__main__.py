@@ -70,7 +70,11 @@ def run(args: argparse.Namespace, policy: str, seed: int) -> dict[str, Any]:
         row.update(
             tasks=len(drawn.tasks),
             allocation_ratio=round(100 * result.feasible_milli / capacity, 3),
-            upper_bound_ratio=round(100 * result.bound_milli / capacity, 3),
+            upper_bound_ratio=(
+                None
+                if result.bound_milli is None
+                else round(100 * result.bound_milli / capacity, 3)
+            ),
             status=result.status,
             note="offline: all arrivals known; an upper limit, not comparable to online",
             wall_seconds=round(result.wall_seconds, 2),

@@ -35,8 +35,9 @@ OFFLINE_WEIGHTS = {"fairness": 0, "topology": 0, "packing": 0}
 class OfflineResult:
     feasible_milli: int
     """Allocated by the engine's plan."""
-    bound_milli: int
-    """CP-SAT's proven upper bound on allocated milli-GPU: no placement can exceed it."""
+    bound_milli: int | None
+    """CP-SAT's proven upper bound on allocated milli-GPU: no placement can exceed it (None
+    when the search did not start or proved nothing)."""
     status: str
     wall_seconds: float
 
@@ -64,10 +65,10 @@ def offline(
     milli = {f"{t.name}-task-0": t.gpu_request for t in gpu_tasks}
     placed = sum(milli[p.pod.split("/")[-1]] for p in plan.placements)
     info = plan.solver
-    bound = info.bound if info is not None and info.bound is not None else float("nan")
+    bound = info.bound if info is not None and info.bound is not None else None
     return OfflineResult(
         placed,
-        int(bound) if bound == bound else -1,
+        None if bound is None else int(bound),
         info.status.value if info is not None else "UNKNOWN",
         time.perf_counter() - start,
     )
