@@ -133,7 +133,7 @@ def test_solution_stage_value_agrees_with_evaluate_on_the_trace_slice() -> None:
     ``evaluate`` of the plan read back from it, device classes included."""
     inst = load(str(SLICE))
     model = CpsatModel(inst, options(weights=ON, objective="weighted", aggregate=False))
-    result = model.search(model.hint_plan(greedy(inst)), 5.0, Progress())
+    result = model.search(model.hint_plan(greedy(inst)), 20.0, Progress())
     assert result.values is not None
     expansion = expand(model.vars, result.values)
     assert not expansion.failed_units
