@@ -282,4 +282,3 @@ def job_doc(task: TraceTask) -> dict[str, Any]:
     if task.models and task.num_gpu:
         spec["annotations"] = {USE_GPU_TYPE: ",".join(task.models)}
     return {"name": task.name, "minAvailable": 1, "tasks": [spec]}
-
