@@ -41,6 +41,7 @@ try:
         from .progress import reporter
         from .result import Status
         from .solve import ENGINES, solve, solve_both
+        from .typical_mix import load_mix
         from .verify import format_violations, verify
 except (KeyboardInterrupt, Terminated) as stop:
     print("interrupted", file=sys.stderr)
@@ -114,6 +115,7 @@ def _options(args: argparse.Namespace) -> SolveOptions:
             gap=args.gap,
             objective=args.objective,
             weights=parse_weights(args.weights or ""),
+            typical_mix=load_mix(args.typical_mix) if args.typical_mix else None,
             strategy=args.strategy,
             aggregate=not args.no_aggregate,
             tdm_lookahead=args.tdm_lookahead,
@@ -259,7 +261,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from models.io import from_dict
 
-    from .alibaba import GPU_MEMORY_MIB, import_trace
+    from .trace_import import GPU_MEMORY_MIB, import_trace
     from .trace_input import check_options, check_trace
 
     check_options(args.arrival, args.nodes_per_shape)
@@ -337,7 +339,18 @@ def _solver_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="one CP-SAT node class per node (slow; checks the exact class reduction)",
     )
-    p.add_argument("--weights", default="", help="per-stage weights, e.g. work=1,packing=0")
+    p.add_argument(
+        "--weights",
+        default="",
+        help="per-stage weights, e.g. work=1,packing=0; fragmentation=1 switches on FGD's "
+        "fragmentation stage",
+    )
+    p.add_argument(
+        "--typical-mix",
+        metavar="FILE",
+        help="typical-task mix of the fragmentation stage (YAML list; default: the instance's "
+        "own pods)",
+    )
     p.add_argument(
         "--tdm-lookahead",
         action="store_true",

@@ -10,9 +10,19 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .cpsat.fragmentation import TypicalTask
 
 STAGES = ("work", "fairness", "topology", "packing")
-"""The objective stages, in their default lexicographic order (DESIGN §5)."""
+"""The objective stages on by default, in their lexicographic order (DESIGN §5)."""
+ALL_STAGES = ("work", "fairness", "topology", "fragmentation", "packing")
+"""Every stage in lexicographic order: ``fragmentation`` (FGD's expected fragmentation against
+a typical-task mix) is off unless given a weight, and ranks after the rules' stages (it judges
+the future, they the snapshot) and before packing (fewer GPUs opened is a tie-break, and one
+that fragmentation-aware placement contradicts: it opens a whole device rather than spoil one)."""
+DEFAULT_WEIGHTS = {"fragmentation": 0}
 OBJECTIVES = ("lexicographic", "weighted")
 STRATEGIES = ("auto", "monolithic", "decompose")
 MAX_SEED = 2**31 - 1
@@ -66,6 +76,8 @@ class SolveOptions:
     queue_eviction_budgets: Mapping[str, int] = field(default_factory=dict)
     """Per queue, at most this many of the pods its quota carries (its subtree, hierarchically)
     evicted by a CP-SAT plan."""
+    typical_mix: tuple[TypicalTask, ...] | None = None
+    """The typical-task mix of the fragmentation stage; None: the instance's own pods."""
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.time_limit) or self.time_limit <= 0:
@@ -85,9 +97,9 @@ class SolveOptions:
         if self.strategy not in STRATEGIES:
             raise OptionError("--strategy", f"must be one of {', '.join(STRATEGIES)}")
         for stage, weight in self.weights.items():
-            if stage not in STAGES:
+            if stage not in ALL_STAGES:
                 raise OptionError(
-                    "--weights", f"unknown stage {stage!r} (stages: {', '.join(STAGES)})"
+                    "--weights", f"unknown stage {stage!r} (stages: {', '.join(ALL_STAGES)})"
                 )
             if isinstance(weight, bool) or not isinstance(weight, int):
                 raise OptionError("--weights", f"{stage}: expected an integer, got {weight!r}")
@@ -110,12 +122,12 @@ class SolveOptions:
                 )
 
     def weight(self, stage: str) -> int:
-        return self.weights.get(stage, 1)
+        return self.weights.get(stage, DEFAULT_WEIGHTS.get(stage, 1))
 
     @property
     def active_stages(self) -> list[str]:
         """The stages the objective keeps, in order."""
-        return [s for s in STAGES if self.weight(s) != 0]
+        return [s for s in ALL_STAGES if self.weight(s) != 0]
 
 
 def parse_weights(text: str) -> dict[str, int]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from models.cluster import Node
 from models.instance import Instance
@@ -29,6 +30,9 @@ from .classes import EvictGroup, NodeClass, build_classes, topology_levels
 from .records import Candidates, Group, RunningPod, Unit
 from .units import model_units
 from .view import View
+
+if TYPE_CHECKING:
+    from .fragmentation import Deltas, TypicalTask
 
 
 @dataclass
@@ -62,6 +66,10 @@ class Compiled:
     node_class: list[int]
     """Per node, its class."""
     evict_groups: list[EvictGroup]
+    typical: tuple[TypicalTask, ...] = ()
+    """The typical-task mix the fragmentation stage reads (empty: the stage is off)."""
+    fragmentation_deltas: Deltas | None = field(default=None, repr=False)
+    """Its Δ tables, made on first use (``fragmentation.deltas_for``)."""
     groups_on: list[list[int]] = field(init=False)
     """Per class, the groups that may use it."""
     evict_group_of: dict[int, int] = field(init=False)
@@ -286,12 +294,14 @@ def compile_instance(
     aggregate: bool = True,
     split: frozenset[int] = frozenset(),
     view: View | None = None,
+    typical: Sequence[TypicalTask] = (),
 ) -> Compiled:
     """Build the tables; ``tdm_lookahead`` also forbids revocable nodes to jobs that would
     outlive the zone's window (DESIGN §5, optional). ``aggregate`` False gives every node its
     own class and every job its own unit; ``split`` names nodes that get classes of their own
     (what an expansion could not fit is solved again at node level). A ``view`` compiles only
-    the part of the snapshot a large-neighbourhood round decides (``view.py``)."""
+    the part of the snapshot a large-neighbourhood round decides (``view.py``); ``typical`` is
+    the typical-task mix of the fragmentation stage (empty while the stage is off)."""
     jobs = list(instance.jobs)
     priorities = sorted({j.priority for j in jobs})
     rank = {p: i for i, p in enumerate(priorities)}
@@ -350,6 +360,7 @@ def compile_instance(
         classes=classes,
         node_class=node_class,
         evict_groups=evict_groups,
+        typical=tuple(typical),
     )
 
 

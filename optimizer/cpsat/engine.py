@@ -24,7 +24,7 @@ from models.instance import Instance
 
 from ..budget import Budget, TimeUp
 from ..disruption import breaches
-from ..options import SolveOptions
+from ..options import ALL_STAGES, STAGES, SolveOptions
 from ..plan import Plan, SolverInfo
 from ..progress import Progress
 from ..result import Status
@@ -33,6 +33,7 @@ from .data import Compiled, compile_instance
 from .decompose import improve
 from .expand import Expansion, expand
 from .extract import decisions, plan_from
+from .fragmentation import typical_for
 from .hints import within_model
 from .model import CpsatModel, SearchResult, weighted_scales
 from .objective import StageValues, evaluate
@@ -122,10 +123,14 @@ class _Solve:
         progress.phase("compile")
         started = budget.elapsed()
         self.full = compile_instance(
-            instance, tdm_lookahead=options.tdm_lookahead, aggregate=options.aggregate
+            instance,
+            tdm_lookahead=options.tdm_lookahead,
+            aggregate=options.aggregate,
+            typical=typical_for(instance, options),
         )
         self.tail = max(self.tail, TAIL_PER_TABLES * (budget.elapsed() - started))
         self.active = options.active_stages
+        self.reported = [s for s in ALL_STAGES if s in STAGES or s in self.active]
         self.scales, self.dropped = weighted_scales(self.full, options, self.active)
         self.greedy_values = evaluate(self.full, greedy)
         # Volcano evicts only to pipeline the beneficiaries (nothing binds on the released room
@@ -332,7 +337,7 @@ class _Solve:
             bound=result.bound,
             gap=gap,
             workers=self.options.workers,
-            stages={s: float(x) for s, x in result.values.as_dict().items() if s in self.active},
+            stages={s: float(x) for s, x in result.values.as_dict(self.active).items()},
             variables=result.variables,
             constraints=result.constraints,
             classes=result.classes,
@@ -358,7 +363,7 @@ class _Solve:
             wall_seconds=round(self.budget.elapsed(), 3),
             objective=float(score[0]) if score else None,
             workers=self.options.workers,
-            stages={k: float(x) for k, x in self.greedy_values.as_dict().items()},
+            stages={k: float(x) for k, x in self.greedy_values.as_dict(self.reported).items()},
             variables=result.variables if result else None,
             constraints=result.constraints if result else None,
             classes=len(self.full.classes),

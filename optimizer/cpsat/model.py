@@ -29,6 +29,7 @@ from ..result import Status
 from . import affinity, constraints
 from .data import Compiled, compile_instance
 from .evictions import eviction_allowed, eviction_caps
+from .fragmentation import typical_for
 from .hints import hint_values, within_model
 from .objective import StageValues, stage_expressions, stage_span
 from .params import parameters
@@ -50,7 +51,14 @@ FAMILIES = (
     affinity.pod_anti_affinity,
     affinity.topology_spread,
 )
-STAGE_SHARE = {"work": 0.4, "fairness": 0.2, "topology": 0.2, "packing": 0.2, "weighted": 1.0}
+STAGE_SHARE = {
+    "work": 0.4,
+    "fairness": 0.2,
+    "topology": 0.2,
+    "fragmentation": 0.3,
+    "packing": 0.2,
+    "weighted": 1.0,
+}
 INT64_HEADROOM = 2**62
 MIN_STAGE = 0.1
 """A stage given less wall time than this is not started (loading the model alone takes that
@@ -110,6 +118,7 @@ class CpsatModel:
             aggregate=options.aggregate,
             split=split,
             view=view,
+            typical=typical_for(instance, options),
         )
         check()
         self.model = cp_model.CpModel()

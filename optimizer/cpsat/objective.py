@@ -19,6 +19,9 @@ tests hold the two sides to that.
    (``soft_terms.py``).
 4. ``packing``: − (100 × evictions + GPUs opened + nodes opened), where "opened" means holding
    no running pod before the plan and receiving a new pod (a new device share) from it.
+
+Between topology and packing, when given a weight, ``fragmentation``: − Σ over new pods of
+the growth of FGD's expected fragmentation against a typical-task mix (``fragmentation.py``).
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from ..options import STAGES
+from ..options import ALL_STAGES, STAGES
 from ..plan import Plan
+from . import fragmentation
 from .constraints import gpu_users, held_terms, new_share_devices, occupied_devices
 from .data import Compiled
 from .domains import within_level
@@ -47,12 +51,13 @@ class StageValues:
     fairness: int
     topology: int
     packing: int
+    fragmentation: int = 0
 
     def as_tuple(self, stages: Sequence[str] = STAGES) -> tuple[int, ...]:
         return tuple(getattr(self, s) for s in stages)
 
-    def as_dict(self) -> dict[str, int]:
-        return dict(zip(STAGES, self.as_tuple(), strict=True))
+    def as_dict(self, stages: Sequence[str] = STAGES) -> dict[str, int]:
+        return dict(zip(stages, self.as_tuple(stages), strict=True))
 
 
 def _fair_pairs(data: Compiled) -> list[tuple[str, str, int]]:
@@ -79,10 +84,16 @@ def _share(allocated: int, deserved: int, cap: int) -> int:
 
 
 def stage_expressions(
-    m: cp_model.CpModel, v: Variables, data: Compiled, stages: Sequence[str] = STAGES
+    m: cp_model.CpModel, v: Variables, data: Compiled, stages: Sequence[str] = ALL_STAGES
 ) -> dict[str, Expr]:
     """The model expression of each requested stage; stages not asked for create nothing."""
-    build = {"work": _work, "fairness": _fairness, "topology": _topology, "packing": _packing}
+    build = {
+        "work": _work,
+        "fairness": _fairness,
+        "topology": _topology,
+        "fragmentation": lambda m, v, data: fragmentation.stage_expression(v, data),
+        "packing": _packing,
+    }
     return {s: build[s](m, v, data) for s in stages}
 
 
@@ -97,6 +108,8 @@ def stage_span(data: Compiled, stage: str) -> int:
     if stage == "topology":
         lca = _lca_span(data)
         return (lca + 1) * soft_span(data) + lca
+    if stage == "fragmentation":
+        return fragmentation.stage_span(data)
     evictable = sum(eg.size for eg in data.evict_groups)
     devices = sum(len(n.gpus) for n in data.nodes)
     return EVICTION_COST * evictable + devices + len(data.nodes)
@@ -245,7 +258,8 @@ def _packing(m: cp_model.CpModel, v: Variables, data: Compiled) -> Expr:
 
 # -- plan side -----------------------------------------------------------------------------
 def evaluate(data: Compiled, plan: Plan) -> StageValues:
-    """The four stage values of any plan for the compiled instance."""
+    """The stage values of any plan for the compiled instance (fragmentation 0 without a
+    mix)."""
     instance = data.instance
     bound = plan.bound_pods(instance)
     evicted = {e.pod for e in plan.evictions}
@@ -285,7 +299,8 @@ def evaluate(data: Compiled, plan: Plan) -> StageValues:
             if (n, d) not in held_devices:
                 opened_devices.add((n, d))
     packing = -(EVICTION_COST * len(evicted) + len(opened_devices) + len(opened_nodes))
-    return StageValues(work, fairness, topology, packing)
+    frag = fragmentation.plan_value(data, plan.placements)
+    return StageValues(work, fairness, topology, packing, frag)
 
 
 def _fairness_value(data: Compiled, allocated: Mapping[tuple[str, str], int]) -> int:

@@ -1,0 +1,194 @@
+"""The fragmentation stage: FGD's F of a node state, the typical mix of an instance, and the
+agreement of the model's stage expression with :func:`evaluate` on plans.
+
+F is worked by hand from the definition in ``fragmentation.py`` (FGD benchmark spec §6).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cpsat_kit import checked, greedy, instance, options
+
+from models.errors import InputError
+from models.gpu import GpuRequest
+from models.load import load
+from optimizer.cli import main
+from optimizer.cpsat.expand import expand
+from optimizer.cpsat.extract import plan_from
+from optimizer.cpsat.fragmentation import (
+    Mix,
+    NodeState,
+    TypicalTask,
+    instance_mix,
+    most_common,
+    share_milli,
+)
+from optimizer.cpsat.model import CpsatModel
+from optimizer.cpsat.objective import evaluate
+from optimizer.cpsat.variables import value_of
+from optimizer.options import OptionError, SolveOptions
+from optimizer.progress import Progress
+from optimizer.typical_mix import load_mix
+
+SLICE = Path(__file__).resolve().parents[2] / "instances" / "alibaba-slice.yaml"
+ON = {"fragmentation": 1}
+
+
+def test_frag_of_a_node_with_seven_free_gpus_and_one_partly_used() -> None:
+    """Devices: 7 × 1,000 free and one with 300 free (7,300 free). Mix: a 500-milli share
+    (p ½), a CPU-only task (p ¼), an 8-GPU task (p ¼).
+    - share: fits (7 devices ≥ 500), fragment = devices below 500 = 300;
+    - CPU-only: every free milli counts = 7,300;
+    - 8 GPUs: only 7 whole devices, does not fit → 7,300.
+    F = ½·300 + ¼·7,300 + ¼·7,300 = 3,800. With 4 cores free the share (8 cores) no longer
+    fits either: F = 7,300."""
+    mix = Mix(
+        [
+            TypicalTask(8000, 500, 1, (), 0.5),
+            TypicalTask(1000, 0, 0, (), 0.25),
+            TypicalTask(1000, 1000, 8, (), 0.25),
+        ]
+    )
+    types = ("NVIDIA-A10",) * 8
+    assert mix.frag(NodeState(64_000, (1000,) * 7 + (300,), types)) == pytest.approx(3800)
+    assert mix.frag(NodeState(4000, (1000,) * 7 + (300,), types)) == pytest.approx(7300)
+
+
+def test_frag_counts_everything_on_devices_of_a_type_the_task_excludes() -> None:
+    """Two free A10 devices; a share that may only use V100 types cannot fit: F = 2,000.
+    Allowed on ``A10`` (a substring of ``NVIDIA-A10``): fits, nothing below 500, F = 0."""
+    state = NodeState(64_000, (1000, 1000), ("NVIDIA-A10", "NVIDIA-A10"))
+    assert Mix([TypicalTask(1000, 500, 1, ("V100",))]).frag(state) == pytest.approx(2000)
+    assert Mix([TypicalTask(1000, 500, 1, ("A10",))]).frag(state) == pytest.approx(0)
+
+
+def test_share_milli_reads_percentages_and_whole_devices() -> None:
+    """A HAMi share of 25 % memory and 25 cores is 250 milli on any device; an exclusive
+    request (100 cores) is the whole device; an absolute 8,192 MiB on a 32,768 MiB device with
+    10 cores is max(0.1, 0.25) = 250 milli."""
+    assert share_milli(GpuRequest(1, 0, 25, 25, "hami"), 15109) == 250
+    assert share_milli(GpuRequest(1, 0, None, 100, "hami"), 15109) == 1000
+    assert share_milli(GpuRequest(1, 8192, None, 10, "hami"), 32768) == 250
+
+
+def test_most_common_keeps_specs_to_the_coverage_and_breaks_ties_by_spec() -> None:
+    """Counts a × 12, b × 7, c × 1 (20): a covers 60 %, a + b 95 %: c is cut. Equal counts go
+    to the smaller spec first, whatever the input order."""
+    assert most_common(["a"] * 12 + ["c"] + ["b"] * 7) == [("a", 12), ("b", 7)]
+    assert most_common(["y", "x"], coverage=0.5) == [("x", 1)]
+
+
+def test_instance_mix_is_the_instances_own_pods() -> None:
+    """Three pods of 25 % shares and one whole GPU: 75 % are shares, so both shapes are
+    needed to cover 95 %; weights ¾ and ¼, per-GPU milli 250 and 1,000."""
+    inst = instance(
+        """
+        nodes:
+          - name: n0
+            allocatable: {cpu: 16, memory: 64Gi, pods: 110}
+            gpus: {count: 2, type: NVIDIA-T4, memory: 15109}
+        jobs:
+          - name: s
+            tasks:
+              - name: t
+                replicas: 3
+                resources: {cpu: 1, memory: 1Gi, nvidia.com/gpu: 1,
+                            nvidia.com/gpumem-percentage: 25, nvidia.com/gpucores: 25}
+          - name: w
+            tasks:
+              - {name: t, resources: {cpu: 2, memory: 1Gi, nvidia.com/gpu: 1}}
+        """
+    )
+    mix = instance_mix(inst)
+    assert [(t.cpu, t.milli, t.gpus) for t in mix] == [(1000, 250, 1), (2000, 1000, 1)]
+    assert [t.weight for t in mix] == pytest.approx([0.75, 0.25])
+
+
+def test_the_stage_is_off_by_default_and_named_in_weights() -> None:
+    assert "fragmentation" not in SolveOptions().active_stages
+    assert SolveOptions(weights=ON).active_stages == ["work", "fairness", "topology",
+                                                      "fragmentation", "packing"]  # fmt: skip
+    with pytest.raises(OptionError, match="unknown stage 'fragment'"):
+        SolveOptions(weights={"fragment": 1})
+
+
+def test_hinted_stage_value_agrees_with_evaluate_on_the_trace_slice() -> None:
+    """The stage is linear in the counts and device uses, so at the hint of the greedy plan
+    (15 nodes, 103 arrivals of the trace) the expression equals ``evaluate`` of that plan, on
+    the class model and the per-node model alike; and greedy places pods, so it is not 0."""
+    inst = load(str(SLICE))
+    floor = greedy(inst)
+    for aggregate in (True, False):
+        model = CpsatModel(inst, options(weights=ON, aggregate=aggregate))
+        hint = model.hint_plan(floor)
+        expected = evaluate(model.data, floor).fragmentation
+        assert value_of(model.stages["fragmentation"], hint) == expected != 0
+
+
+def test_solution_stage_value_agrees_with_evaluate_on_the_trace_slice() -> None:
+    """At any solution (not only an optimum: no auxiliary is involved) the expression equals
+    ``evaluate`` of the plan read back from it, device classes included."""
+    inst = load(str(SLICE))
+    model = CpsatModel(inst, options(weights=ON, objective="weighted", aggregate=False))
+    result = model.search(model.hint_plan(greedy(inst)), 20.0, Progress())
+    assert result.values is not None
+    expansion = expand(model.vars, result.values)
+    assert not expansion.failed_units
+    plan = checked(inst, plan_from(model.vars, result.values, expansion, inst, 0))
+    assert plan.placements
+    value = value_of(model.stages["fragmentation"], result.values)
+    assert value == evaluate(model.data, plan).fragmentation
+
+
+def test_typical_mix_file_is_read_and_its_weights_scaled(tmp_path: Path) -> None:
+    """Weights 3 and 1 become ¾ and ¼; a CPU-only shape keeps milli 0 whatever it says."""
+    path = tmp_path / "mix.yaml"
+    path.write_text(
+        "- {cpu: 8000, gpuMilli: 500, gpus: 1, types: [A10], weight: 3}\n"
+        "- {cpu: 2000, gpus: 0, weight: 1}\n"
+    )
+    assert load_mix(path) == (
+        TypicalTask(8000, 500, 1, ("A10",), 0.75),
+        TypicalTask(2000, 0, 0, (), 0.25),
+    )
+
+
+def test_bad_typical_mix_names_file_item_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every problem of the file, each with the item and field, and the CLI exits 2 with no
+    traceback: a share above 1,000 milli, a negative CPU, a zero weight, an unknown field."""
+    path = tmp_path / "mix.yaml"
+    path.write_text(
+        "- {cpu: 1000, gpuMilli: 1500, gpus: 1}\n- {cpu: -1, gpus: 0, weight: 0, gpu: 1}\n"
+    )
+    with pytest.raises(InputError) as err:
+        load_mix(path)
+    found = {(p.obj, p.field) for p in err.value.problems}
+    assert found == {
+        ("typical[0]", "gpuMilli"),
+        ("typical[1]", "cpu"),
+        ("typical[1]", "weight"),
+        ("typical[1]", ""),
+    }
+    assert all(p.file == str(path) for p in err.value.problems)
+    code = main(["solve", str(SLICE), "--weights", "fragmentation=1", "--typical-mix", str(path)])
+    assert code == 2
+    out = capsys.readouterr()
+    assert "typical[0]: gpuMilli" in out.err and "Traceback" not in out.err
+
+
+def test_cli_solves_with_the_stage_and_a_given_mix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--weights fragmentation=1 --typical-mix FILE`` runs the stage: the JSON plan reports
+    its value among the solver's stages."""
+    path = tmp_path / "mix.yaml"
+    path.write_text("- {cpu: 4000, gpuMilli: 1000, gpus: 1}\n")
+    args = ["solve", str(SLICE), "--weights", "fragmentation=1", "--typical-mix", str(path)]
+    assert main([*args, "--time-limit", "10", "--format", "json", "-q"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert "fragmentation" in doc["solver"]["stages"]
