@@ -9,13 +9,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from optimizer.greedy.nodes import nodes_to_find
 from optimizer.greedy.plugins.nodeorder import (
     LEAST_WEIGHTS,
     balanced_score,
     cpu_memory_average,
     least_requested_score,
 )
+from optimizer.greedy.scan import nodes_to_find
 from optimizer.trace_import import GPU_MEMORY_MIB, GPU_SPLIT, MILLI, POD_CAPACITY, TraceTask
 
 from .state import MAX_GPUS, Cluster, NodeClasses, best_devices, frag_amount
