@@ -11,10 +11,15 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+import time
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 
 from .interrupts import EXIT_SIGINT, EXIT_SIGTERM, Terminated, sigterm_raises
+
+STARTED = time.perf_counter()
+"""When the command started: ``--time-limit`` is the user's wall clock, imports and reading
+the input included."""
 
 # A second of imports (OR-Tools, pydantic, pandas) runs before main(): a signal then has done
 # nothing yet, so it ends the run as main() would, without a traceback.
@@ -142,7 +147,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     _print_warnings(instance.warnings, args.quiet)
     progress = reporter(args.quiet, options.time_limit)
     try:
-        plan = solve(instance, args.engine, options, progress)
+        plan = solve(instance, args.engine, options, progress, started=STARTED)
     finally:
         progress.close()
     if args.engine == "greedy":
@@ -182,7 +187,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _print_warnings(instance.warnings, args.quiet)
     progress = reporter(args.quiet, options.time_limit)
     try:
-        greedy, cpsat = solve_both(instance, options, progress)
+        greedy, cpsat = solve_both(instance, options, progress, started=STARTED)
     finally:
         progress.close()
     _report_breaches(instance, greedy, options, args.quiet)

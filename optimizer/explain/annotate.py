@@ -52,10 +52,16 @@ def dominant_reason(instance: Instance, plan: Plan, job: str) -> str | None:
 
 
 def annotate(
-    instance: Instance, plan: Plan, *, reasons: bool, seconds: float = REASON_SECONDS
+    instance: Instance,
+    plan: Plan,
+    *,
+    reasons: bool,
+    seconds: float = REASON_SECONDS,
+    positions: dict[str, int] | None = None,
 ) -> Plan:
-    """``plan`` with queue positions and, when ``reasons``, dominant reasons of pending jobs."""
-    positions = queue_positions(instance)
+    """``plan`` with queue positions (``positions`` when the caller has them: they depend on
+    the instance alone) and, when ``reasons``, dominant reasons of pending jobs."""
+    positions = queue_positions(instance) if positions is None else positions
     reasons = reasons and len(instance.nodes) <= MAX_NODES
     deadline = time.perf_counter() + seconds
     why: dict[str, str] = {}
