@@ -36,11 +36,12 @@ def busy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def slow_greedy(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """1,280 nodes: the greedy baseline alone takes 15 CPU s (docs/BENCHMARKS.md), so the
-    compile phase starts after the first 5 s and prints its progress line, and building the
-    model then takes seconds more: a signal sent on that line lands before the search."""
+    """5,000 nodes (shape XL): the greedy baseline alone takes about 27 CPU s
+    (docs/BENCHMARKS.md), so the compile phase starts after the first 5 s and prints its
+    progress line, and compiling then takes seconds more: a signal sent on that line lands
+    before the search."""
     path = tmp_path_factory.mktemp("interrupts") / "large.yaml"
-    write_instance(generate("L", 1, 1.3), path)
+    write_instance(generate("XL", 1, 1.3), path)
     return path
 
 
