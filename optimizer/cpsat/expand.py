@@ -158,6 +158,7 @@ def expand(v: Variables, values: Values) -> Expansion:
     caps = node_caps(data)
     held: dict[tuple[int, int], int] = {}
     """(node, capped group) → its pods placed there."""
+    unplaced: list[tuple[int, list[tuple[Group, str]]]] = []
     for c, pods in sorted(_pods_per_class(v, values).items()):
         cls = data.classes[c]
         items: dict[object, list[tuple[Group, str]]] = {}
@@ -175,18 +176,51 @@ def expand(v: Variables, values: Values) -> Expansion:
             candidates = [n for n in candidates if _within_caps(item, n, caps, held)]
             placed = _place_item(data, c, [states[n] for n in candidates], item)
             if placed is None:
-                result.failed_classes.add(c)
-                result.failed_units.add(unit)
+                unplaced.append((c, item))
                 continue
             result.placements += placed
             for g, _ in item:
                 if g.index in caps:
                     n = data.node_index(placed[0].node)
                     held[n, g.index] = held.get((n, g.index), 0) + 1
+    for c, item in unplaced:
+        # The class is reported either way, so that a solve with time left re-splits it.
+        result.failed_classes.add(c)
+        placed = _elsewhere(data, c, states, item, caps)
+        if placed is None:
+            result.failed_units.add(item[0][0].unit)
+        else:
+            result.placements += placed
     if result.failed_units:
         failed = {p.key for u in result.failed_units for g in data.unit_groups(u) for p in g.pods}
         result.placements = [p for p in result.placements if p.pod not in failed]
     return result
+
+
+def _elsewhere(
+    data: Compiled,
+    c: int,
+    states: dict[int, _Node],
+    item: Sequence[tuple[Group, str]],
+    caps: dict[int, int],
+) -> list[Placement] | None:
+    """A lone pod whose class's counts did not deal out to devices, placed in the first other
+    class it may use that still has room, after every class got its own pods. Only where no
+    rule ties the pod to a domain (no network topology, no inter-pod terms or node caps): its
+    job, queue and resources stay what the model decided, only the node differs."""
+    if len(item) != 1:
+        return None
+    g = item[0][0]
+    if g.job.network_topology is not None or g.task.pod_terms or g.index in caps:
+        return None
+    for other in g.classes:
+        if other == c:
+            continue
+        nodes = [states[n] for n in data.classes[other].nodes if n in states]
+        placed = _place_item(data, other, nodes, item)
+        if placed is not None:
+            return placed
+    return None
 
 
 def _within_caps(
