@@ -236,8 +236,9 @@ class _Solve:
         notes.append(f"{len(model.data.classes)} node classes for {len(model.data.nodes)} nodes")
         if searches > 1:
             notes.append(f"{searches} searches (classes split where the plan did not pack)")
-        if expansion.failed_units:
-            notes.append(f"{len(expansion.failed_units)} job(s) left pending: did not pack")
+        if expansion.failed_units or expansion.failed_jobs:
+            left = len(expansion.failed_units) + len(expansion.failed_jobs)
+            notes.append(f"{left} job(s) left pending: did not pack")
         if search.interrupted:
             status = Status.INTERRUPTED
         return _Result(

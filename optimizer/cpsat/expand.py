@@ -87,6 +87,9 @@ class Expansion:
     """Running pod indices."""
     failed_classes: set[int] = field(default_factory=set)
     failed_units: set[int] = field(default_factory=set)
+    failed_jobs: set[str] = field(default_factory=set)
+    """Jobs of merged units (interchangeable one-pod jobs) whose pod found no room: only that
+    job is left out, not the whole unit."""
 
 
 def _evicted(v: Variables, values: Values) -> list[int]:
@@ -187,13 +190,20 @@ def expand(v: Variables, values: Values) -> Expansion:
         # The class is reported either way, so that a solve with time left re-splits it.
         result.failed_classes.add(c)
         placed = _elsewhere(data, c, states, item, caps)
-        if placed is None:
-            result.failed_units.add(item[0][0].unit)
-        else:
+        unit = item[0][0].unit
+        if placed is not None:
             result.placements += placed
-    if result.failed_units:
+        elif data.units[unit].size > 1:
+            result.failed_jobs.update(data.instance.pod_by_key[key].job for _, key in item)
+        else:
+            result.failed_units.add(unit)
+    if result.failed_units or result.failed_jobs:
         failed = {p.key for u in result.failed_units for g in data.unit_groups(u) for p in g.pods}
-        result.placements = [p for p in result.placements if p.pod not in failed]
+        result.placements = [
+            p
+            for p in result.placements
+            if p.pod not in failed and data.instance.pod_by_key[p.pod].job not in result.failed_jobs
+        ]
     return result
 
 

@@ -83,7 +83,7 @@ def _pending_reason(data: Compiled, job: str, expansion: Expansion) -> str:
     if not data.instance.job_by_key[job].tasks:
         return NO_PODS
     unit = data.unit_of[job]
-    if unit in expansion.failed_units:
+    if unit in expansion.failed_units or job in expansion.failed_jobs:
         return NOT_PACKED
     groups = data.unit_groups(unit)
     if groups and all(not g.classes for g in groups):
