@@ -16,7 +16,8 @@ import pytest
 from models.errors import InputError
 from models.load import load, load_inputs
 
-ROOT = Path("/work/shared/examples")
+ROOT = Path(__file__).resolve().parents[2] / "shared" / "examples"
+"""Volcano's and HAMi's own manifests, beside the checkout (as the Alibaba trace is)."""
 V, H = ROOT / "volcano", ROOT / "hami"
 
 pytestmark = pytest.mark.skipif(not ROOT.is_dir(), reason="the shared examples are not here")
