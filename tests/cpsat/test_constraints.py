@@ -14,7 +14,7 @@ import pytest
 from cpsat_kit import BASE, cpsat, devices_of, evicted, instance, nodes_of, options, pods_of
 
 from models.gpu import GpuRequest
-from optimizer.cpsat.expand import expand
+from optimizer.cpsat.expand import Expansion, expand
 from optimizer.cpsat.model import CpsatModel
 from optimizer.plan import Plan
 from optimizer.progress import Progress
@@ -760,6 +760,25 @@ def test_no_reclaim(qb: str) -> None:
     assert plan.evictions == ()
 
 
+TWO_ONE_GPU_NODES = """
+    nodeGroups:
+    - {namePrefix: n, count: 2, allocatable: {cpu: "64", memory: 256Gi},
+       gpus: {count: 1, type: NVIDIA-A100, memory: 10000}}
+    """
+"""Two identical nodes of one 10000-MiB device each: one class, so the model sees two devices,
+not which is which."""
+
+
+def _dealt_out(jobs: str) -> Expansion:
+    """The model's counts for ``jobs`` on TWO_ONE_GPU_NODES, dealt out to nodes and devices."""
+    inst = instance(BASE, TWO_ONE_GPU_NODES, "jobs:", jobs)
+    model = CpsatModel(inst, options())
+    start = model.hint_plan(Plan(instance=inst.name, engine="empty"))
+    search = model.search(start, 10, Progress(10))
+    assert search.values is not None
+    return expand(model.vars, search.values)
+
+
 @pytest.mark.parametrize(("gpumem", "counted"), [(6000, 2), (4000, 4), (3000, 5)])
 def test_gpu_large_shares_do_not_pair_up(gpumem: int, counted: int) -> None:
     """Two identical nodes of one 10000-MiB device each (one class: the model sees two
@@ -774,17 +793,7 @@ def test_gpu_large_shares_do_not_pair_up(gpumem: int, counted: int) -> None:
           tasks:
           - {name: w, replicas: 5, resources: RES}
         """.replace("RES", res)
-    nodes = """
-        nodeGroups:
-        - {namePrefix: n, count: 2, allocatable: {cpu: "64", memory: 256Gi},
-           gpus: {count: 1, type: NVIDIA-A100, memory: 10000}}
-        """
-    inst = instance(BASE, nodes, "jobs:", job)
-    model = CpsatModel(inst, options())
-    start = model.hint_plan(Plan(instance=inst.name, engine="empty"))
-    search = model.search(start, 10, Progress(10))
-    assert search.values is not None
-    expansion = expand(model.vars, search.values)
+    expansion = _dealt_out(job)
     assert not expansion.failed_classes
     assert len(expansion.placements) == counted
 
@@ -804,16 +813,6 @@ def test_gpu_large_shares_of_two_jobs_do_not_pair_up() -> None:
           - {name: w, replicas: 1, resources: {cpu: "2", nvidia.com/gpu: 1,
                                                nvidia.com/gpumem: 6000}}
         """
-    nodes = """
-        nodeGroups:
-        - {namePrefix: n, count: 2, allocatable: {cpu: "64", memory: 256Gi},
-           gpus: {count: 1, type: NVIDIA-A100, memory: 10000}}
-        """
-    inst = instance(BASE, nodes, "jobs:", jobs)
-    model = CpsatModel(inst, options())
-    start = model.hint_plan(Plan(instance=inst.name, engine="empty"))
-    search = model.search(start, 10, Progress(10))
-    assert search.values is not None
-    expansion = expand(model.vars, search.values)
+    expansion = _dealt_out(jobs)
     assert not expansion.failed_classes
     assert len(expansion.placements) == 2
