@@ -9,6 +9,7 @@ no traceback, so scripts and people can both act on it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 import sys
 import time
@@ -141,6 +142,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     options = _options(args)
     instance = _load(args)
     _print_warnings(instance.warnings, args.quiet)
+    if args.start:
+        options = dataclasses.replace(options, start=read_plan(args.start, instance))
     progress = reporter(args.quiet, options.time_limit)
     try:
         plan = solve(instance, args.engine, options, progress, started=args.started)
@@ -458,6 +461,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--plot",
         metavar="PNG",
         help="also draw the plan: which job holds each GPU, rack by rack, and its scores",
+    )
+    p.add_argument(
+        "--start",
+        metavar="PLAN",
+        help="start CP-SAT from this plan (the one in force, an earlier solve's) when it "
+        "verifies and beats greedy's",
     )
     _solver_arguments(p)
     p.set_defaults(func=cmd_solve)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .cpsat.fragmentation import TypicalTask
+    from .plan import Plan
 
 STAGES = ("work", "fairness", "topology", "packing")
 """The objective stages on by default, in their lexicographic order (DESIGN §5)."""
@@ -78,6 +79,10 @@ class SolveOptions:
     evicted by a CP-SAT plan."""
     typical_mix: tuple[TypicalTask, ...] | None = None
     """The typical-task mix of the fragmentation stage; None: the instance's own pods."""
+    start: Plan | None = None
+    """A plan for the same instance to start CP-SAT from — the plan in force, an earlier
+    solve's, another scheduler's: when it verifies, keeps to the disruption caps and scores
+    above greedy's, it replaces greedy's as the search's hint and the result's floor."""
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.time_limit) or self.time_limit <= 0:

@@ -20,6 +20,7 @@ from benchmarks.alibaba import batches, policies, replay, state, trace
 from models.load import from_dict
 from optimizer import trace_import as ti
 from optimizer.options import SolveOptions
+from optimizer.verify import verify
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data" / "alibaba-gpu-v2023"
@@ -270,6 +271,31 @@ def test_engine_batch_keeps_the_whole_device_an_8_gpu_task_needs():
 
 
 @needs_data
+def test_fgd_lookahead_is_fgd_on_a_copy_and_its_plan_verifies():
+    """Three idle 2-GPU G2 nodes; a batch of a 1-GPU task, a 300-share and a 2-GPU task.
+    The lookahead makes the choices FGD makes running the batch online, leaves the state as
+    it was, and its plan of the batch's instance breaks no rule; the neighbourhood of one
+    node per shape holds FGD's first choice for each shape."""
+    nodes = [ti.TraceNode(f"n{i}", 64_000, 262_144, 2, "G2") for i in range(3)]
+    batch = [task("w"), task("s", milli=300), task("d", gpus=2)]
+    typ = trace.typical_tasks(batch, ("G2",))
+    online = replay.new_state(nodes, typ, [2, 0, 1], 0)
+    expected = replay.run_online(policies.Fgd(), "fgd", nodes, batch, [2, 0, 1], typ)
+    before = online.classes.of_node.copy()
+    fgd = policies.Fgd()
+    choices = batches.fgd_lookahead(online, batch, fgd)
+    assert [c[0] if c else -1 for c in choices] == expected.placed.tolist()
+    assert (online.classes.of_node == before).all() and online.cluster.allocated == 0
+    near = batches.neighbourhood(online, batch, 1, fgd)
+    first = [fgd(online, t, np.flatnonzero(online.cluster.feasible(t)))[0] for t in batch]
+    assert set(first) <= set(near)
+    builder = batches.BatchInstances(nodes)
+    instance = builder.instance(online.cluster, batch)
+    plan = builder.plan(instance, batch, choices)
+    assert verify(instance, plan) == []
+    assert builder.choices(instance, plan, batch) == choices
+
+
 def test_import_trace_loads_and_books_shares_as_hami_percentages():
     """A slice (one node per shape: 15 nodes) of gpuspec33. Every job is one pod; a share of
     m milli asks ``gpumem-percentage`` = ``gpucores`` = m/10, which HAMi books as ⌊memory ×

@@ -80,14 +80,20 @@ def run(args: argparse.Namespace, policy: str, seed: int) -> dict[str, Any]:
             wall_seconds=round(result.wall_seconds, 2),
         )
         return row
-    batch = BatchOptions(size=args.batch, time_limit=args.time_limit, seed=seed)
+    batch = BatchOptions(
+        size=args.batch,
+        time_limit=args.time_limit,
+        workers=args.workers,
+        seed=seed,
+        per_shape=args.per_shape,
+    )
     report = None
     if args.progress:
 
         def report(stats: dict[str, Any]) -> None:
             share = 100 * stats["allocated"] / capacity
             line = f"seed {seed} batch at {stats['first']}: {stats['status']}"
-            line += f", {stats['seconds']:.1f} s, allocated {share:.2f} %"
+            line += f", {stats['nodes']} nodes, {stats['seconds']:.1f} s, allocated {share:.2f} %"
             print(line, file=sys.stderr, flush=True)
 
     result = run_policy(policy, nodes, tasks, seed, args.arrival, batch, report)
@@ -103,6 +109,8 @@ def run(args: argparse.Namespace, policy: str, seed: int) -> dict[str, Any]:
         stats = result.extra["batches"]
         row["batch"] = args.batch
         row["time_limit"] = args.time_limit
+        row["per_shape"] = args.per_shape
+        row["workers"] = args.workers
         row["solver"] = {
             status: sum(1 for s in stats if s["status"] == status)
             for status in sorted({s["status"] for s in stats})
@@ -127,6 +135,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--time-limit", type=float, default=6.0, help="seconds per vcopt solve (whole solve)"
     )
+    p.add_argument(
+        "--per-shape",
+        type=int,
+        default=8,
+        help="cpsat-batch: nodes per task shape in a batch's instance (0: every feasible node)",
+    )
+    p.add_argument("--workers", type=int, default=2, help="cpsat-batch: CP-SAT workers")
     p.add_argument("--data", type=Path, default=DATA, help="folder of the trace CSVs")
     p.add_argument(
         "--nodes-per-shape", type=int, default=0, help="a smaller cluster (arrivals tuned to it)"

@@ -22,8 +22,9 @@ from models.gpu import HAMI_COUNT
 from models.instance import Instance
 from models.load import from_dict
 from models.queues import DEFAULT_QUEUE
+from models.workload import DeviceShare
 from optimizer.options import SolveOptions
-from optimizer.plan import Plan
+from optimizer.plan import Placement, Plan
 from optimizer.solve import solve
 from optimizer.trace_import import (
     API_VERSION,
@@ -37,6 +38,7 @@ from optimizer.trace_import import (
     node_doc,
 )
 
+from .policies import Fgd, Online
 from .state import MAX_GPUS, Cluster
 
 Choice = tuple[int, tuple[int, ...]]
@@ -71,14 +73,18 @@ class BatchInstances:
         for d in devices:
             self.booked[node, d] += share_memory(int(self.device_memory[node]), task)
 
-    def document(self, cluster: Cluster, batch: Sequence[TraceTask]) -> dict[str, Any]:
-        """The instance of one batch: the nodes some task of the batch fits on (by CPU, memory,
-        GPU model and GPU capacity — a node none fits cannot change the plan, nothing is
-        evicted), their holders, and the batch."""
-        fits = np.zeros(len(self.nodes), dtype=bool)
-        for task in batch:
-            fits |= cluster.feasible(task)
-        open_nodes = np.flatnonzero(fits).tolist() or [0]
+    def document(
+        self, cluster: Cluster, batch: Sequence[TraceTask], open_nodes: Sequence[int] | None = None
+    ) -> dict[str, Any]:
+        """The instance of one batch: ``open_nodes``, by default the nodes some task of the
+        batch fits on (by CPU, memory, GPU model and GPU capacity — a node none fits cannot
+        change the plan, nothing is evicted), their holders, and the batch."""
+        if open_nodes is None:
+            fits = np.zeros(len(self.nodes), dtype=bool)
+            for task in batch:
+                fits |= cluster.feasible(task)
+            open_nodes = np.flatnonzero(fits).tolist()
+        open_nodes = list(open_nodes) or [0]
         jobs = [self._holder(cluster, n) for n in open_nodes]
         return {
             "apiVersion": API_VERSION,
@@ -91,8 +97,10 @@ class BatchInstances:
             "jobs": [j for j in jobs if j is not None] + [job_doc(t) for t in batch],
         }
 
-    def instance(self, cluster: Cluster, batch: Sequence[TraceTask]) -> Instance:
-        return from_dict(self.document(cluster, batch), "alibaba-batch")
+    def instance(
+        self, cluster: Cluster, batch: Sequence[TraceTask], open_nodes: Sequence[int] | None = None
+    ) -> Instance:
+        return from_dict(self.document(cluster, batch, open_nodes), "alibaba-batch")
 
     def _holder(self, cluster: Cluster, n: int) -> dict[str, Any] | None:
         node = self.nodes[n]
@@ -119,6 +127,23 @@ class BatchInstances:
             "running": [{"index": 0, "node": node.name, "task": "task", "gpus": shares}],
         }
 
+    def plan(
+        self, instance: Instance, batch: Sequence[TraceTask], choices: Sequence[Choice | None]
+    ) -> Plan:
+        """The plan of ``choices`` (per task of the batch, as :meth:`choices` reads them)."""
+        pod_of = {p.job.split("/")[-1]: p.key for p in instance.pods if not p.running}
+        placements = []
+        for task, choice in zip(batch, choices, strict=True):
+            if choice is None:
+                continue
+            n, devices = choice
+            node = self.nodes[n]
+            memory = share_memory(int(self.device_memory[n]), task)
+            cores = task.gpu_milli // 10 if task.fractional else MILLI // 10
+            shares = tuple(DeviceShare(f"GPU-{node.name}-{d}", memory, cores) for d in devices)
+            placements.append(Placement(pod_of[task.name], node.name, shares))
+        return Plan(instance=instance.name, engine="fgd", placements=tuple(placements))
+
     def choices(
         self, instance: Instance, plan: Plan, batch: Sequence[TraceTask]
     ) -> list[Choice | None]:
@@ -134,14 +159,59 @@ class BatchInstances:
         return out
 
 
+def fgd_lookahead(state: Online, batch: Sequence[TraceTask], fgd: Fgd) -> list[Choice | None]:
+    """FGD's choices for the batch, one task after another, on a copy of the cluster (the
+    node states FGD interns on the way are kept: a state's F does not depend on the run)."""
+    cluster = state.cluster.copy()
+    saved = state.classes.of_node.copy()
+    trial = Online(cluster, state.classes, state.rank, state.rng)
+    out: list[Choice | None] = []
+    try:
+        for task in batch:
+            feasible = np.flatnonzero(cluster.feasible(task))
+            if not feasible.size:
+                out.append(None)
+                continue
+            node, devices = fgd(trial, task, feasible)
+            cluster.place(node, task, devices)
+            state.classes.update(cluster, node)
+            out.append((node, devices))
+    finally:
+        state.classes.of_node = saved
+    return out
+
+
+def neighbourhood(state: Online, batch: Sequence[TraceTask], per_shape: int, fgd: Fgd) -> list[int]:
+    """The nodes a batch is solved over: for each task shape of the batch, the ``per_shape``
+    feasible nodes where one such task grows FGD's fragmentation least in the state before
+    the batch (ties to the lower permuted name), joined. The engine then decides among them;
+    FGD's own first choice for every task is always among them."""
+    chosen: set[int] = set()
+    seen: set[tuple[int, int, int, tuple[str, ...]]] = set()
+    classes = state.classes
+    for task in batch:
+        key = (task.cpu_milli, task.num_gpu, task.gpu_milli, task.models)
+        if key in seen:
+            continue
+        seen.add(key)
+        feasible = np.flatnonzero(state.cluster.feasible(task))
+        if not feasible.size:
+            continue
+        _, deltas, _ = fgd.evaluate(classes, classes.of_node[feasible], task)
+        order = np.lexsort((state.rank[feasible], deltas[classes.of_node[feasible]]))
+        chosen.update(feasible[order[:per_shape]].tolist())
+    return sorted(chosen)
+
+
 def solve_batch(
     builder: BatchInstances,
     cluster: Cluster,
     batch: Sequence[TraceTask],
     options: SolveOptions,
     engine: str = "cpsat",
+    open_nodes: Sequence[int] | None = None,
 ) -> tuple[list[Choice | None], Plan]:
     """One batch through ``optimizer.solve`` (greedy first, then the engine asked for)."""
-    instance = builder.instance(cluster, batch)
+    instance = builder.instance(cluster, batch, open_nodes)
     plan = solve(instance, engine, options)
     return builder.choices(instance, plan, batch), plan

@@ -3,19 +3,23 @@ simulator's per-task log (§4 step 7) and its discretised read-out (§4 step 8).
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from multiprocessing.connection import Connection
 from typing import Any
 
 import numpy as np
 
+from models.instance import Instance
 from optimizer.options import SolveOptions
 from optimizer.result import Status
+from optimizer.solve import solve
 from optimizer.trace_import import MILLI, TraceNode, TraceTask, capacity_milli, draw
 
-from .batches import BatchInstances, solve_batch
-from .policies import Fgd, Online, Policy, VolcanoDefault, bestfit, dotprod, random_policy
+from .batches import BatchInstances, fgd_lookahead, neighbourhood
+from .policies import Choice, Fgd, Online, Policy, VolcanoDefault, bestfit, dotprod, random_policy
 from .state import Cluster, NodeClasses
 from .trace import Typical, engine_mix, typical_tasks
 
@@ -158,17 +162,67 @@ class BatchOptions:
     workers: int = 2
     seed: int = 0
     engine: str = "cpsat"
+    per_shape: int = 8
+    """Nodes per task shape of the batch that the batch's instance holds (``neighbourhood``);
+    0: every node some task fits on."""
 
 
 REPLAY_WEIGHTS = {"fairness": 0, "topology": 0, "fragmentation": 1, "packing": 0}
 """The stages the replay asks for: allocated work first, then fragmentation. The trace has one
 queue and one-pod jobs, so fairness and topology could only spend time; packing (fewer devices
 opened) would pull against fragmentation's choice between spoiling a device and opening one."""
+REPLAY_PARAMETERS = {"cp_model_presolve": False}
+"""CP-SAT 9.15's presolve loses the complete hint (FGD's choices) on these models — its own
+``debug_crash_if_presolve_breaks_hint`` check reports "Presolve broke a feasible hint" — and
+the search then finds no solution within a batch's seconds; without presolve it starts from
+the hint and improves on it."""
 REPLAY_OBJECTIVE = "weighted"
 REPLAY_STRATEGY = "monolithic"
 """One solve of the weighted sum (work scaled above fragmentation's span, so still first) on
 one model: a batch's budget is a few seconds, and a second stage or decomposition rounds would
 each load and presolve the model again."""
+
+
+def _solve_child(
+    out: Connection,
+    builder: BatchInstances,
+    instance: Instance,
+    batch: Sequence[TraceTask],
+    engine: str,
+    options: SolveOptions,
+) -> None:
+    plan = solve(instance, engine, options)
+    info = plan.solver
+    status = info.status.value if info else Status.FEASIBLE.value
+    out.send((builder.choices(instance, plan, batch), status, bool(info and info.fallback)))
+    out.close()
+
+
+def solve_apart(
+    builder: BatchInstances,
+    instance: Instance,
+    batch: Sequence[TraceTask],
+    engine: str,
+    options: SolveOptions,
+) -> tuple[list[Choice | None], str, bool] | None:
+    """One batch's ``vcopt solve`` in a forked process: (choices, solver status, whether the
+    start or greedy plan was kept), or None when the process died. OR-Tools 9.15's LNS
+    workers abort the process now and then on these models (``absl::btree_map::at``, a C++
+    exception no Python code can catch); a replay of hundreds of solves must survive that,
+    and the batch then keeps its start plan."""
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(
+        target=_solve_child, args=(send, builder, instance, batch, engine, options)
+    )
+    child.start()
+    send.close()
+    try:
+        result: tuple[list[Choice | None], str, bool] | None = receive.recv()
+    except EOFError:
+        result = None
+    child.join()
+    return result
 
 
 def run_batched(
@@ -183,30 +237,42 @@ def run_batched(
     seed: int = 0,
     arrival: float = 0.0,
     progress: Callable[[dict[str, Any]], None] | None = None,
+    per_shape: int = 0,
 ) -> RunResult:
     """Arrivals in batches of ``size``; each batch is one ``vcopt solve`` of the current
-    state, placed at once and never revisited. The log still has one point per task;
-    ``progress`` is told each batch's statistics as it ends."""
+    state, placed at once and never revisited, started from FGD's choices for the batch
+    (``SolveOptions.start``) over the nodes of :func:`neighbourhood` (all feasible ones when
+    ``per_shape`` is 0). The log still has one point per task; ``progress`` is told each
+    batch's statistics as it ends."""
     start = time.perf_counter()
     state = new_state(nodes, typ, rank, seed)
     log = Log(state, len(sequence))
     builder = BatchInstances(nodes)
+    fgd = Fgd()
     stats: list[dict[str, Any]] = []
     for first in range(0, len(sequence), size):
         batch = sequence[first : first + size]
         began = time.perf_counter()
-        choices, plan = solve_batch(builder, state.cluster, batch, options, engine)
+        lookahead = fgd_lookahead(state, batch, fgd)
+        open_nodes = None
+        if per_shape:
+            near = set(neighbourhood(state, batch, per_shape, fgd))
+            open_nodes = sorted(near | {c[0] for c in lookahead if c is not None})
+        instance = builder.instance(state.cluster, batch, open_nodes)
+        batch_options = replace(options, start=builder.plan(instance, batch, lookahead))
+        solved = solve_apart(builder, instance, batch, engine, batch_options)
+        choices, status, kept = solved or (lookahead, "CRASHED", True)
         for j, (task, choice) in enumerate(zip(batch, choices, strict=True)):
             if choice is not None:
                 builder.place(choice[0], task, choice[1])
             log.record(first + j, task, choice)
-        info = plan.solver
         stats.append(
             {
-                "status": info.status.value if info else Status.FEASIBLE.value,
-                "greedy": bool(info and info.fallback),
+                "status": status,
+                "greedy": kept,
                 "seconds": round(time.perf_counter() - began, 3),
                 "first": first,
+                "nodes": len(instance.nodes),
                 "allocated": int(log.total_allocated),
             }
         )
@@ -251,11 +317,12 @@ def run_policy(
             objective=REPLAY_OBJECTIVE,
             strategy=REPLAY_STRATEGY,
             typical_mix=engine_mix(tasks),
+            parameters=REPLAY_PARAMETERS,
             quiet=True,
         )
         result = run_batched(
             policy, nodes, drawn.tasks, drawn.node_rank, typ, options, batch.size,
-            batch.engine, seed, arrival, progress,
+            batch.engine, seed, arrival, progress, batch.per_shape,
         )  # fmt: skip
     else:
         chosen: Policy

@@ -32,7 +32,8 @@ from .units import model_units
 from .view import View
 
 if TYPE_CHECKING:
-    from .fragmentation import Deltas, TypicalTask
+    from .frag_stage import NodeTerms
+    from .fragmentation import TypicalTask
 
 
 @dataclass
@@ -68,8 +69,8 @@ class Compiled:
     evict_groups: list[EvictGroup]
     typical: tuple[TypicalTask, ...] = ()
     """The typical-task mix the fragmentation stage reads (empty: the stage is off)."""
-    fragmentation_deltas: Deltas | None = field(default=None, repr=False)
-    """Its Δ tables, made on first use (``fragmentation.deltas_for``)."""
+    fragmentation_terms: list[NodeTerms] | None = field(default=None, repr=False)
+    """Its per-node terms, made on first use (``frag_stage.node_terms``)."""
     groups_on: list[list[int]] = field(init=False)
     """Per class, the groups that may use it."""
     evict_group_of: dict[int, int] = field(init=False)
@@ -301,7 +302,9 @@ def compile_instance(
     own class and every job its own unit; ``split`` names nodes that get classes of their own
     (what an expansion could not fit is solved again at node level). A ``view`` compiles only
     the part of the snapshot a large-neighbourhood round decides (``view.py``); ``typical`` is
-    the typical-task mix of the fragmentation stage (empty while the stage is off)."""
+    the typical-task mix of the fragmentation stage (empty while the stage is off); with one,
+    every node with devices gets a class of its own and each device a device class, which
+    the stage needs to see how shares stack (``frag_stage.py``)."""
     jobs = list(instance.jobs)
     priorities = sorted({j.priority for j in jobs})
     rank = {p: i for i, p in enumerate(priorities)}
@@ -320,6 +323,8 @@ def compile_instance(
     nodes = list(instance.nodes)
     levels, domains = topology_levels(instance)
     pools = [device_pool(n) for n in nodes]
+    if typical:
+        split = split | {i for i, n in enumerate(nodes) if n.gpus}
     classes, node_class, evict_groups = build_classes(
         instance,
         builder.groups,

@@ -144,6 +144,22 @@ class _Solve:
             # more than the user allows cannot be the answer, its placements alone can.
             self.greedy = self.floor
             self.greedy_values = evaluate(self.full, self.floor)
+        self.floor_name = "greedy"
+        self._start_from(options.start)
+
+    def _start_from(self, start: Plan | None) -> None:
+        """A given plan replaces greedy's as hint and floor when it is sound and better."""
+        if (
+            start is None
+            or verify(self.instance, start)
+            or breaches(self.instance, start, self.options)
+        ):
+            return
+        values = evaluate(self.full, start)
+        if self.score(values) > self.score(self.greedy_values):
+            self.greedy, self.greedy_values = start, values
+            self.floor = start.replace(pipelined=())
+            self.floor_name = "the start plan"
 
     def score(self, values: StageValues) -> tuple[int, ...]:
         """What "better" means for the chosen objective: the active stages in order, or the
@@ -327,7 +343,9 @@ class _Solve:
         if within_model(self.full, self.greedy) and self.score(result.values) <= self.score(
             self.greedy_values
         ):
-            return self.fallback(result.status, "CP-SAT plan not better than greedy", result)
+            return self.fallback(
+                result.status, f"CP-SAT plan not better than {self.floor_name}", result
+            )
         gap = None
         if result.bound is not None and result.objective is not None:
             gap = round(abs(result.bound - result.objective) / max(1.0, abs(result.objective)), 6)
@@ -347,6 +365,8 @@ class _Solve:
         return result.plan.replace(engine="cpsat", solver=info)
 
     def message(self, notes: list[str]) -> str:
+        if self.floor_name != "greedy":
+            notes = [*notes, f"hinted with {self.floor_name}"]
         if self.capped:
             notes = [*notes, f"greedy plan over the disruption caps ({'; '.join(self.capped)})"]
         if self.dropped:

@@ -20,8 +20,8 @@ tests hold the two sides to that.
 4. ``packing``: − (100 × evictions + GPUs opened + nodes opened), where "opened" means holding
    no running pod before the plan and receiving a new pod (a new device share) from it.
 
-Between topology and packing, when given a weight, ``fragmentation``: − Σ over new pods of
-the growth of FGD's expected fragmentation against a typical-task mix (``fragmentation.py``).
+Between topology and packing, when given a weight, ``fragmentation``: − the growth of FGD's
+expected fragmentation against a typical-task mix, written per device (``frag_stage.py``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from ortools.sat.python import cp_model
 
 from ..options import ALL_STAGES, STAGES
 from ..plan import Plan
-from . import fragmentation
+from . import frag_stage
 from .constraints import gpu_users, held_terms, new_share_devices, occupied_devices
 from .data import Compiled
 from .domains import within_level
@@ -91,7 +91,7 @@ def stage_expressions(
         "work": _work,
         "fairness": _fairness,
         "topology": _topology,
-        "fragmentation": lambda m, v, data: fragmentation.stage_expression(v, data),
+        "fragmentation": lambda m, v, data: frag_stage.stage_expression(v, data),
         "packing": _packing,
     }
     return {s: build[s](m, v, data) for s in stages}
@@ -109,7 +109,7 @@ def stage_span(data: Compiled, stage: str) -> int:
         lca = _lca_span(data)
         return (lca + 1) * soft_span(data) + lca
     if stage == "fragmentation":
-        return fragmentation.stage_span(data)
+        return frag_stage.stage_span(data)
     evictable = sum(eg.size for eg in data.evict_groups)
     devices = sum(len(n.gpus) for n in data.nodes)
     return EVICTION_COST * evictable + devices + len(data.nodes)
@@ -299,7 +299,7 @@ def evaluate(data: Compiled, plan: Plan) -> StageValues:
             if (n, d) not in held_devices:
                 opened_devices.add((n, d))
     packing = -(EVICTION_COST * len(evicted) + len(opened_devices) + len(opened_nodes))
-    frag = fragmentation.plan_value(data, plan.placements)
+    frag = frag_stage.plan_value(data, plan.placements, evicted)
     return StageValues(work, fairness, topology, packing, frag)
 
 

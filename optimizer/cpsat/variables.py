@@ -165,6 +165,8 @@ class Variables:
 
     def _pooled_classes(self) -> dict[int, tuple[int, ...]]:
         data = self.data
+        if data.typical:
+            return {}  # the fragmentation stage reads every device's own uses
         sets: dict[int, set[tuple[int, ...]]] = {}
         for g in data.groups:
             for c in g.classes:

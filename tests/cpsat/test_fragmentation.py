@@ -6,19 +6,23 @@ F is worked by hand from the definition in ``fragmentation.py`` (FGD benchmark s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
-from cpsat_kit import checked, greedy, instance, options
+from cpsat_kit import BASE, checked, greedy, instance, options
 
 from models.errors import InputError
 from models.gpu import GpuRequest
 from models.load import load
+from models.workload import DeviceShare
 from optimizer.cli import main
 from optimizer.cpsat.expand import expand
 from optimizer.cpsat.extract import plan_from
+from optimizer.cpsat.frag_stage import curve_of
 from optimizer.cpsat.fragmentation import (
+    SCALE,
     Mix,
     NodeState,
     TypicalTask,
@@ -30,11 +34,21 @@ from optimizer.cpsat.model import CpsatModel
 from optimizer.cpsat.objective import evaluate
 from optimizer.cpsat.variables import value_of
 from optimizer.options import OptionError, SolveOptions
+from optimizer.plan import Placement, Plan
 from optimizer.progress import Progress
+from optimizer.solve import solve
 from optimizer.typical_mix import load_mix
+from optimizer.verify import verify
 
 SLICE = Path(__file__).resolve().parents[2] / "instances" / "alibaba-slice.yaml"
 ON = {"fragmentation": 1}
+TWO_T4 = """
+    nodes:
+      - name: n0
+        allocatable: {cpu: 16, memory: 64Gi, pods: 110}
+        gpus: {count: 2, type: NVIDIA-T4, memory: 15109}
+    """
+"""One node with two idle T4 devices."""
 
 
 def test_frag_of_a_node_with_seven_free_gpus_and_one_partly_used() -> None:
@@ -85,11 +99,8 @@ def test_instance_mix_is_the_instances_own_pods() -> None:
     """Three pods of 25 % shares and one whole GPU: 75 % are shares, so both shapes are
     needed to cover 95 %; weights ¾ and ¼, per-GPU milli 250 and 1,000."""
     inst = instance(
+        TWO_T4,
         """
-        nodes:
-          - name: n0
-            allocatable: {cpu: 16, memory: 64Gi, pods: 110}
-            gpus: {count: 2, type: NVIDIA-T4, memory: 15109}
         jobs:
           - name: s
             tasks:
@@ -100,7 +111,7 @@ def test_instance_mix_is_the_instances_own_pods() -> None:
           - name: w
             tasks:
               - {name: t, resources: {cpu: 2, memory: 1Gi, nvidia.com/gpu: 1}}
-        """
+        """,
     )
     mix = instance_mix(inst)
     assert [(t.cpu, t.milli, t.gpus) for t in mix] == [(1000, 250, 1), (2000, 1000, 1)]
@@ -192,3 +203,136 @@ def test_cli_solves_with_the_stage_and_a_given_mix(
     assert main([*args, "--time-limit", "10", "--format", "json", "-q"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert "fragmentation" in doc["solver"]["stages"]
+
+
+# -- F per device ----------------------------------------------------------------------------
+
+
+def _shares(n: int, percent: int) -> str:
+    """``n`` one-pod jobs, each a share of ``percent`` % memory and cores."""
+    jobs = "".join(
+        f"""
+      - name: s{i}
+        tasks:
+          - name: t
+            resources: {{cpu: 1, memory: 1Gi, nvidia.com/gpu: 1,
+                        nvidia.com/gpumem-percentage: {percent}, nvidia.com/gpucores: {percent}}}"""
+        for i in range(n)
+    )
+    return "jobs:" + jobs
+
+
+def test_device_curve_adds_up_to_f_of_the_example_node() -> None:
+    """The node of the first test (7 × 1,000 free and one 300): of the mix only the share
+    fits the node (the CPU-only task never does, the 8-GPU one finds 7 whole devices), so
+    φ(r) = r below 500 and r·½ from 500 on: 7 × 500 + 300 = 3,800 = F, in SCALE units."""
+    mix = [TypicalTask(8000, 500, 1, (), 0.5), TypicalTask(1000, 0, 0, (), 0.25),
+           TypicalTask(1000, 1000, 8, (), 0.25)]  # fmt: skip
+    curve = curve_of(mix, [True, False, False], "NVIDIA-A10")
+    assert curve.starts == (0, 500)
+    assert sum(curve.value(r) for r in (1000,) * 7 + (300,)) == 3800 * SCALE
+
+
+def test_shares_stacked_on_one_device_are_valued_together() -> None:
+    """Two idle T4 devices, two pods of 30 % shares, typical mix: one whole GPU (p 1). Both on
+    one device leave 400 + 1,000 free: F = 400 (the 1,000 device takes the task). One on each
+    leaves 700 + 700: F = 1,400. Before, F = 0. Valued pod by pod against the snapshot, both
+    placements cost the same (+700 each); per device the stage is −400 stacked, −1,400
+    spread, and CP-SAT stacks them."""
+    inst = instance(BASE, TWO_T4, _shares(2, 30))
+    mix = (TypicalTask(1000, 1000, 1),)
+    plan = checked(inst, solve(inst, "cpsat", options(weights=ON, typical_mix=mix,
+                                                      objective="weighted")))  # fmt: skip
+    devices = {share.id for p in plan.placements for share in p.gpus or ()}
+    assert len(plan.placements) == 2 and len(devices) == 1
+    model = CpsatModel(inst, options(weights=ON, typical_mix=mix))
+    assert evaluate(model.data, plan).fragmentation == -400 * SCALE
+    spread = Plan(
+        placements=tuple(
+            Placement(p.pod, "n0", (DeviceShare(f"GPU-n0-{i}", s.memory, s.cores),))
+            for i, (p, s) in enumerate((p, p.gpus[0]) for p in plan.placements if p.gpus)
+        )
+    )
+    checked(inst, spread)
+    assert evaluate(model.data, spread).fragmentation == -1400 * SCALE
+    assert value_of(model.stages["fragmentation"], model.hint_plan(spread)) == -1400 * SCALE
+
+
+def test_cpu_a_pod_takes_can_stop_a_typical_task_fitting() -> None:
+    """Nodes a (4 cores) and b (8 cores), one idle T4 each; mix: a 50 % share needing 4 cores
+    (p 1); pending: a CPU-only pod of 1 core. On a the share no longer fits (3 cores left):
+    all 1,000 free milli become fragment, stage −1,000; on b nothing changes. CP-SAT puts it
+    on b; the model's expression agrees with ``evaluate`` on both plans."""
+    inst = instance(
+        BASE,
+        """
+        nodes:
+          - name: a
+            allocatable: {cpu: 4, memory: 64Gi, pods: 110}
+            gpus: {count: 1, type: NVIDIA-T4, memory: 15109}
+          - name: b
+            allocatable: {cpu: 8, memory: 64Gi, pods: 110}
+            gpus: {count: 1, type: NVIDIA-T4, memory: 15109}
+        jobs:
+          - name: c
+            tasks:
+              - {name: t, resources: {cpu: 1, memory: 1Gi}}
+        """,
+    )
+    mix = (TypicalTask(4000, 500, 1),)
+    opts = options(weights=ON, typical_mix=mix, objective="weighted")
+    plan = checked(inst, solve(inst, "cpsat", opts))
+    assert [p.node for p in plan.placements] == ["b"]
+    model = CpsatModel(inst, opts)
+    (pod,) = [p.key for p in inst.pods]
+    for node, expected in (("a", -1000 * SCALE), ("b", 0)):
+        hand = Plan(placements=(Placement(pod, node, ()),))
+        assert evaluate(model.data, hand).fragmentation == expected
+        assert value_of(model.stages["fragmentation"], model.hint_plan(hand)) == expected
+
+
+# -- starting from a given plan --------------------------------------------------------------
+
+
+def test_a_better_start_plan_is_the_hint_and_the_floor() -> None:
+    """With the stage on, the stacked plan of the two 30 % shares (stage −400) beats greedy's
+    whenever greedy spreads them and equals it otherwise; a start plan that books 90 % of one
+    device twice breaks the device rule and is ignored. Either way the
+    result is at least as good as the start plan, and says when it started from it."""
+    inst = instance(BASE, TWO_T4, _shares(2, 30))
+    mix = (TypicalTask(1000, 1000, 1),)
+    opts = options(weights=ON, typical_mix=mix, objective="weighted")
+    pods = sorted(p.key for p in inst.pods)
+    memory = 15109 * 30 // 100
+    stacked = Plan(placements=tuple(
+        Placement(k, "n0", (DeviceShare("GPU-n0-0", memory, 30),)) for k in pods
+    ))  # fmt: skip
+    checked(inst, stacked)
+    model = CpsatModel(inst, opts)
+    floor = greedy(inst)
+    plan = checked(inst, solve(inst, "cpsat", dataclasses.replace(opts, start=stacked)))
+    assert evaluate(model.data, plan).fragmentation == -400 * SCALE
+    if evaluate(model.data, floor).fragmentation < -400 * SCALE:
+        assert "hinted with the start plan" in plan.solver.message
+    overfull = Plan(placements=tuple(
+        Placement(k, "n0", (DeviceShare("GPU-n0-0", memory * 3, 90),)) for k in pods
+    ))  # fmt: skip
+    assert verify(inst, overfull)
+    plan = solve(inst, "cpsat", dataclasses.replace(opts, start=overfull))
+    assert "start plan" not in plan.solver.message
+
+
+def test_cli_start_plan_that_does_not_read_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--start`` names a plan file: one that names an unknown node is bad input, exit 2
+    with the file and no traceback; a good one (the greedy plan written by vcopt) solves."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: Plan\nplacements:\n  - {pod: nobody, node: nowhere}\n")
+    assert main(["solve", str(SLICE), "--start", str(bad), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and "Traceback" not in err
+    good = tmp_path / "greedy.json"
+    assert main(["solve", str(SLICE), "--engine", "greedy", "-q", "-o", str(good),
+                 "--format", "json"]) == 0  # fmt: skip
+    assert main(["solve", str(SLICE), "--start", str(good), "--time-limit", "10", "-q"]) == 0

@@ -1,0 +1,430 @@
+"""The fragmentation stage in the model: FGD's F written per device, so that shares packed
+together on one device are valued together.
+
+F of a node is Σ_m p_m · Frag(m) over the typical mix (``fragmentation.py``). For a typical
+task of one GPU that fits the node, Frag(m) is a sum over devices — a device's free milli
+counts unless m may use its type and finds its share there — so F splits into one term per
+device, a step-wise linear function of the device's free milli r:
+
+    φ(r) = r · (1 − Σ p_m over the tasks m that fit the node, may use the device and ask ≤ r)
+
+written in the model as one interval literal and one interval part per step (exactly one
+interval holds r). The stage is Σ φ(before) − φ(after) over the devices the plan can change,
+so it sees which shares stack on which device, which a per-pod Δ against the snapshot cannot.
+
+Which tasks "fit the node" is read on the snapshot, with one correction: a new pod's CPU can
+make a one-GPU typical task stop fitting, and then its usable milli becomes fragment too
+(a literal per CPU threshold and a term per task, exact at every solution). Multi-GPU typical
+tasks are read on the snapshot (whether the node still has enough free devices for them after
+the plan is not seen), as is CPU for them.
+
+The stage needs devices one by one: with a mix, every node with devices is a class of its own
+and every device a device class of its own (``data.compile_instance``); nodes without devices
+have no F. A device's free milli is ``fragmentation.device_free``; a share takes
+⌊1000·max(cores / device cores, memory / device memory)⌉ of it, a whole device all of it.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+from models.gpu import GpuDevice
+
+from ..plan import Placement
+from .constraints import gpu_users
+from .fragmentation import MILLI, SCALE, TypicalTask, device_free
+from .variables import Expr, Linear, Values, lsum, per_node_limit, wsum
+
+if TYPE_CHECKING:
+    from .data import Compiled
+    from .variables import Variables
+
+
+def share_milli_on(device: GpuDevice, memory: int, cores: int) -> int:
+    """Milli-GPU of a device that ``memory`` MiB and ``cores`` cores on it take."""
+    parts = [0.0]
+    if device.cores > 0:
+        parts.append(cores / device.cores)
+    if device.memory > 0:
+        parts.append(memory / device.memory)
+    return min(MILLI, round(MILLI * max(parts)))
+
+
+@dataclass(frozen=True)
+class Curve:
+    """φ of one device as steps: coefficient ``coefs[j]`` (⌊SCALE·w_j⌉) on [starts[j],
+    starts[j+1])."""
+
+    starts: tuple[int, ...]
+    coefs: tuple[int, ...]
+
+    def value(self, free: int) -> int:
+        if free <= 0:
+            return 0
+        return self.coefs[bisect_right(self.starts, free) - 1] * free
+
+    def intervals(self, lo: int, hi: int) -> list[tuple[int, int, int]]:
+        """(first, last, coefficient) of the steps meeting [lo, hi]; below 0, φ is 0."""
+        out = [(lo, min(hi, -1), 0)] if lo < 0 else []
+        ends = [*self.starts[1:], MILLI + 1]
+        for start, end, coef in zip(self.starts, ends, self.coefs, strict=True):
+            first, last = max(start, lo), min(end - 1, hi)
+            if first <= last:
+                out.append((first, last, coef))
+        return out
+
+
+@dataclass
+class Device:
+    """One device of a one-node class the plan may change."""
+
+    cls: int
+    dc: int
+    base: int
+    """Free milli with no running pod that may be evicted on it."""
+    before: int
+    """Free milli in the snapshot."""
+    curve: Curve
+    type: str
+    pieces: list[tuple[int, int, int, Expr, Expr]] = field(default_factory=list)
+    """(first, last, coefficient, interval literal or 1, part) per step the free milli may
+    reach."""
+
+    def usable(self, at_least: int) -> Expr:
+        """Free milli when it is ≥ ``at_least`` (a step start), else 0."""
+        return lsum(part for first, _, _, _, part in self.pieces if first >= at_least)
+
+
+@dataclass(frozen=True)
+class Risk:
+    """One-GPU typical tasks a node's new CPU use can stop fitting."""
+
+    cpu: int
+    milli: int
+    types: tuple[str, ...]
+    coef: int
+    """⌊SCALE · Σ p⌉ of the tasks of this shape."""
+
+    def allows(self, device_type: str) -> bool:
+        return _allows(self.types, device_type)
+
+
+@dataclass
+class NodeTerms:
+    """The stage's terms of one node (a one-node class)."""
+
+    cls: int
+    cpu: int
+    devices: list[Device]
+    risks: list[Risk]
+
+
+@lru_cache(maxsize=4096)
+def _allows(types: tuple[str, ...], device_type: str) -> bool:
+    return TypicalTask(0, 0, 1, types).allows(device_type)
+
+
+def _fits(m: TypicalTask, cpu: int, free: Sequence[tuple[int, str]]) -> bool:
+    """Whether typical task ``m`` fits a node with ``cpu`` free and devices (free milli,
+    type) in the snapshot."""
+    if m.gpus == 0 or cpu < m.cpu:
+        return False
+    return m.gpus == 1 or sum(1 for r, t in free if r >= m.milli and m.allows(t)) >= m.gpus
+
+
+def curve_of(mix: Sequence[TypicalTask], fitting: Sequence[bool], device_type: str) -> Curve:
+    """φ of a device of ``device_type`` on a node where the tasks ``fitting`` fit."""
+    ms = [m for m, ok in zip(mix, fitting, strict=True) if ok and m.allows(device_type)]
+    starts = [0, *sorted({m.milli for m in ms})]
+    coefs = [round(SCALE * (1 - sum(m.weight for m in ms if m.milli <= t))) for t in starts]
+    return Curve(tuple(starts), tuple(coefs))
+
+
+def _holdings_milli(data: Compiled, c: int, dc: int) -> list[tuple[int, int]]:
+    """(eviction group, milli per pod) of the evictable shares on device class ``dc``."""
+    device = data.classes[c].devices[dc].device
+    out = []
+    for eg in data.classes[c].evict_groups:
+        held = [(mem, cor) for d, mem, cor in data.evict_groups[eg].holdings if d == dc]
+        if held:
+            memory, cores = sum(a for a, _ in held), sum(b for _, b in held)
+            out.append((eg, share_milli_on(device, memory, cores)))
+    return out
+
+
+def _evictable_cpu(data: Compiled, c: int) -> list[tuple[int, int]]:
+    """(eviction group, CPU per pod) of the class's evictable running pods."""
+    groups = (data.evict_groups[eg] for eg in data.classes[c].evict_groups)
+    return [(eg.index, data.running[eg.pods[0]].request.get("cpu", 0)) for eg in groups]
+
+
+def node_terms(data: Compiled) -> list[NodeTerms]:
+    """The terms of every one-node class with devices (memoised on ``data``)."""
+    if data.fragmentation_terms is None:
+        data.fragmentation_terms = [_node(data, c) for c, cls in enumerate(data.classes)
+                                    if cls.devices]  # fmt: skip
+    return data.fragmentation_terms
+
+
+def _node(data: Compiled, c: int) -> NodeTerms:
+    cls = data.classes[c]
+    if cls.size != 1 or any(dc.per_node != 1 for dc in cls.devices):
+        raise ValueError(f"fragmentation needs one-node classes; class {c} is not")
+    cpu = cls.free("cpu")
+    evictable = sum(per_pod * data.evict_groups[eg].size for eg, per_pod in _evictable_cpu(data, c))
+    devices: list[Device] = []
+    for dc in cls.devices:
+        base = device_free(dc)
+        held = sum(milli for _, milli in _holdings_milli(data, c, dc.index))
+        devices.append(Device(c, dc.index, base, max(0, base - held), Curve((0,), (0,)),
+                              dc.device.type))  # fmt: skip
+    free = [(d.before, d.type) for d in devices]
+    fitting = [_fits(m, cpu - evictable, free) for m in data.typical]
+    for d in devices:
+        d.curve = curve_of(data.typical, fitting, d.type)
+    most = evictable + sum(
+        data.groups[g].request.get("cpu", 0)
+        * min(data.groups[g].size, per_node_limit(data.groups[g], cls))
+        for g in data.groups_on[c]
+    )
+    shapes: dict[tuple[int, int, tuple[str, ...]], float] = {}
+    for m, ok in zip(data.typical, fitting, strict=True):
+        if ok and m.gpus == 1 and m.cpu > cpu - most:
+            key = (m.cpu, m.milli, m.types)
+            shapes[key] = shapes.get(key, 0.0) + m.weight
+    risks = [Risk(cpu_m, q, types, round(SCALE * p)) for (cpu_m, q, types), p in
+             sorted(shapes.items())]  # fmt: skip
+    return NodeTerms(c, cpu, devices, [r for r in risks if r.coef])
+
+
+# -- the model side --------------------------------------------------------------------------
+
+
+def _device_load(v: Variables, data: Compiled, d: Device) -> tuple[Expr, list[tuple[int, int]]]:
+    """(the milli new shares and kept evictable shares take, (milli, most uses) per user)."""
+    device = data.classes[d.cls].devices[d.dc].device
+    terms: list[tuple[int, Expr]] = []
+    users: list[tuple[int, int]] = []
+    for g, k, whole, uses, bound in gpu_users(v, d.cls, d.dc):
+        request = data.groups[g].gpus[k]
+        milli = d.base if whole else share_milli_on(
+            device, request.memory_on(device.memory), request.booked_cores
+        )  # fmt: skip
+        terms.append((milli, uses))
+        users.append((milli, bound))
+    for eg, milli in _holdings_milli(data, d.cls, d.dc):
+        terms.append((milli, v.kept(eg)))
+        users.append((milli, data.evict_groups[eg].size))
+    return wsum(terms), users
+
+
+def reachable(base: int, users: Sequence[tuple[int, int]]) -> tuple[set[int], bool]:
+    """The free milli values ≥ 0 some combination of the users' loads leaves, and whether a
+    combination can go below 0 (several shares each rounded up)."""
+    mask = 1  # bit t: a load of t is reachable
+    full = (1 << (base + 1)) - 1
+    over = False
+    for milli, most in users:
+        if milli <= 0:
+            continue
+        for _ in range(min(most, base // milli + 1)):
+            grown = mask | (mask << milli)
+            over = over or grown > full
+            grown &= full
+            if grown == mask:
+                break
+            mask = grown
+    return {base - t for t in range(base + 1) if mask >> t & 1}, over
+
+
+def _write_device(v: Variables, data: Compiled, d: Device) -> None:
+    load, users = _device_load(v, data, d)
+    values, over = reachable(d.base, users)
+    if len(values) < 2 and not over:
+        return
+    free = d.base - load
+    linear = Linear(free)
+    lowest = d.base - sum(milli * most for milli, most in users)
+    steps = [
+        (first, last, coef)
+        for first, last, coef in d.curve.intervals(lowest if over else 0, d.base)
+        if first < 0 or any(first <= r <= last for r in values)
+    ]
+    if len(steps) == 1 or (not over and values == {0, d.base}):
+        # One step, or a device taken whole or not at all: φ is linear in what it can be
+        # (φ(0) = 0), with the slope of the step at its free milli.
+        first, last, coef = steps[-1]
+        d.pieces = [(first, last, coef, 1, free)]
+        return
+    name = f"frag[{d.cls},{d.dc}]"
+    literals, parts = [], []
+    for j, (first, last, coef) in enumerate(steps):
+        on = v.aux_bool(f"{name}.on{j}", _in_step(linear, first, last, 1))
+        part = v.aux_int(min(first, 0), max(last, 0), f"{name}.part{j}",
+                         _in_step(linear, first, last, None))  # fmt: skip
+        v.model.add(part >= first * on)
+        v.model.add(part <= last * on)
+        literals.append(on)
+        parts.append(part)
+        d.pieces.append((first, last, coef, on, part))
+    v.model.add_exactly_one(literals)
+    v.model.add(lsum(parts) == free)
+
+
+def _in_step(free: Linear, first: int, last: int, inside: int | None) -> Callable[[Values], int]:
+    """The hint of a step's literal (``inside`` 1) or part (None: the free milli) when the free
+    milli lies in [first, last], else 0."""
+
+    def derive(vals: Values) -> int:
+        r = free.value(vals)
+        if first <= r <= last:
+            return r if inside is None else inside
+        return 0
+
+    return derive
+
+
+def _write_risks(v: Variables, data: Compiled, node: NodeTerms) -> list[tuple[int, Expr]]:
+    """The CPU correction of one node: per threshold a literal "free CPU stays ≥ it", per
+    risky shape the usable milli lost when it does not."""
+    new = [(data.groups[g].request.get("cpu", 0), v.count[g, node.cls])
+           for g in data.groups_on[node.cls]]  # fmt: skip
+    used = wsum(new + [(cpu, v.kept(eg)) for eg, cpu in _evictable_cpu(data, node.cls)])
+    used_value = Linear(used)
+    keeps: dict[int, Expr] = {}
+    usables: dict[tuple[int, tuple[str, ...]], Expr] = {}
+    terms: list[tuple[int, Expr]] = []
+    for risk in node.risks:
+        if risk.cpu not in keeps:
+            room = node.cpu - risk.cpu
+            keep = v.aux_bool(f"frag_cpu[{node.cls},{risk.cpu}]", _at_most(used_value, room))
+            v.model.add(used <= room).only_enforce_if(keep)
+            v.model.add(used >= room + 1).only_enforce_if(~keep)
+            keeps[risk.cpu] = keep
+        keep = keeps[risk.cpu]
+        key = (risk.milli, risk.types)
+        if key not in usables:
+            usables[key] = lsum(
+                d.usable(risk.milli) if d.pieces else (d.before if d.before >= risk.milli else 0)
+                for d in node.devices
+                if risk.allows(d.type)
+            )
+        usable = usables[key]
+        big = sum(max(d.base, 0) for d in node.devices if risk.allows(d.type))
+        lost = v.aux_int(0, big, f"frag_lost[{node.cls},{risk.cpu},{risk.milli}]",
+                         _lost(Linear(usable), Linear(keep)))  # fmt: skip
+        v.model.add(lost <= usable)
+        v.model.add(lost >= usable - big * keep)
+        v.model.add(lost <= big - big * keep)
+        terms.append((-risk.coef, lost))
+    return terms
+
+
+def _at_most(expr: Linear, room: int) -> Callable[[Values], int]:
+    def derive(vals: Values) -> int:
+        return int(expr.value(vals) <= room)
+
+    return derive
+
+
+def _lost(usable: Linear, keep: Linear) -> Callable[[Values], int]:
+    def derive(vals: Values) -> int:
+        return 0 if keep.value(vals) else usable.value(vals)
+
+    return derive
+
+
+def stage_expression(v: Variables, data: Compiled) -> Expr:
+    """Σ φ(before) − φ(after) over the devices the plan may change, less the usable milli
+    new CPU use takes from one-GPU typical tasks."""
+    if not data.typical:
+        return 0
+    terms: list[tuple[int, Expr]] = []
+    constant = 0
+    for node in node_terms(data):
+        for d in node.devices:
+            _write_device(v, data, d)
+            if d.pieces:
+                constant += d.curve.value(d.before)
+                terms.extend((-coef, part) for _, _, coef, _, part in d.pieces)
+        if node.risks:
+            terms.extend(_write_risks(v, data, node))
+    return wsum(terms) + constant
+
+
+def stage_span(data: Compiled) -> int:
+    """Bound on max − min of the stage."""
+    if not data.typical:
+        return 0
+    span = 0
+    for node in node_terms(data):
+        if not data.groups_on[node.cls] and not data.classes[node.cls].evict_groups:
+            continue
+        span += sum(max(d.curve.coefs) * max(d.base, 0) for d in node.devices)
+        for risk in node.risks:
+            span += risk.coef * sum(max(d.base, 0) for d in node.devices)
+    return span
+
+
+# -- the plan side ---------------------------------------------------------------------------
+
+
+def plan_value(data: Compiled, placements: Iterable[Placement], evicted: set[str]) -> int:
+    """The stage's value of a plan, as the model counts it."""
+    if not data.typical:
+        return 0
+    group_of = {p.key: g for g in data.groups for p in g.pods}
+    new_load: dict[tuple[int, int], int] = {}
+    new_cpu: dict[int, int] = {}
+    for p in placements:
+        g = group_of.get(p.pod)
+        if g is None:
+            continue
+        n = data.node_index(p.node)
+        c = data.node_class[n]
+        new_cpu[c] = new_cpu.get(c, 0) + g.request.get("cpu", 0)
+        index = {dev.id: i for i, dev in enumerate(data.nodes[n].gpus)}
+        shares = list(p.gpus or ())
+        for k, request in enumerate(g.gpus_on(c)):
+            options = dict(g.where.containers[c][k])
+            for share in shares[: request.nums]:
+                dc = data.device_class[n, index[share.id]]
+                device = data.classes[c].devices[dc].device
+                milli = (
+                    device_free(data.classes[c].devices[dc])
+                    if options.get(dc, False)
+                    else share_milli_on(
+                        device, request.memory_on(device.memory), request.booked_cores
+                    )
+                )
+                new_load[c, dc] = new_load.get((c, dc), 0) + milli
+            shares = shares[request.nums :]
+    total = 0
+    for node in node_terms(data):
+        kept_held = {
+            dc.index: sum(
+                milli * sum(1 for i in data.evict_groups[eg].pods
+                            if data.running[i].pod.key not in evicted)
+                for eg, milli in _holdings_milli(data, node.cls, dc.index)
+            )
+            for dc in data.classes[node.cls].devices
+        }  # fmt: skip
+        after: dict[int, int] = {}
+        for d in node.devices:
+            after[d.dc] = d.base - new_load.get((node.cls, d.dc), 0) - kept_held[d.dc]
+            total += d.curve.value(d.before) - d.curve.value(after[d.dc])
+        used = new_cpu.get(node.cls, 0) + sum(
+            cpu for eg, cpu in _evictable_cpu(data, node.cls) for i in data.evict_groups[eg].pods
+            if data.running[i].pod.key not in evicted
+        )  # fmt: skip
+        for risk in node.risks:
+            if used > node.cpu - risk.cpu:
+                total -= risk.coef * sum(
+                    r for d in node.devices
+                    if risk.allows(d.type) and (r := after[d.dc]) >= risk.milli
+                )  # fmt: skip
+    return total
