@@ -335,4 +335,4 @@ def test_cli_start_plan_that_does_not_read_exits_2(
     good = tmp_path / "greedy.json"
     assert main(["solve", str(SLICE), "--engine", "greedy", "-q", "-o", str(good),
                  "--format", "json"]) == 0  # fmt: skip
-    assert main(["solve", str(SLICE), "--start", str(good), "--time-limit", "10", "-q"]) == 0
+    assert main(["solve", str(SLICE), "--start", str(good), "--time-limit", "4", "-q"]) == 0
