@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
 
-from .interrupts import EXIT_SIGINT, EXIT_SIGTERM, Terminated, sigterm_raises
+from .interrupts import Terminated, sigterm_raises, stopped
 
 # A second of imports (OR-Tools, pydantic, pandas) runs before main(): a signal then has done
 # nothing yet, so it ends the run as main() would, without a traceback.
@@ -46,8 +46,7 @@ try:
         from .typical_mix import load_mix
         from .verify import format_violations, verify
 except (KeyboardInterrupt, Terminated) as stop:
-    print("interrupted", file=sys.stderr)
-    raise SystemExit(EXIT_SIGINT if isinstance(stop, KeyboardInterrupt) else EXIT_SIGTERM) from None
+    raise SystemExit(stopped(stop)) from None
 
 EXIT_OK, EXIT_ERROR, EXIT_INPUT, EXIT_VIOLATIONS = 0, 1, 2, 3
 
@@ -574,12 +573,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for problem in err.problems:
             print(f"error: {problem}", file=sys.stderr)
         return EXIT_INPUT
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return EXIT_SIGINT
-    except Terminated:
-        print("interrupted", file=sys.stderr)
-        return EXIT_SIGTERM
+    except (KeyboardInterrupt, Terminated) as stop:
+        return stopped(stop)
     except BrokenPipeError:
         return EXIT_OK
     except OSError as err:

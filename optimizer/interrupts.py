@@ -12,6 +12,7 @@ to the command line.
 from __future__ import annotations
 
 import signal
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -26,6 +27,21 @@ class Terminated(BaseException):
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
     raise Terminated
+
+
+def stopped(stop: BaseException) -> int:
+    """Say ``interrupted`` and give the exit code for ``stop`` (KeyboardInterrupt or
+    :class:`Terminated`), ignoring any further SIGINT or SIGTERM first: freeing a large model
+    takes the interpreter a moment after ``main`` returns, and it puts the default handlers
+    back as it finalises, so one more Ctrl-C in that moment would kill the process with the
+    signal instead of letting it exit with the code reported here."""
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    except ValueError:  # not the main thread: the signals are whoever owns it's to handle
+        pass
+    print("interrupted", file=sys.stderr)
+    return EXIT_SIGINT if isinstance(stop, KeyboardInterrupt) else EXIT_SIGTERM
 
 
 @contextmanager

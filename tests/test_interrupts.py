@@ -127,6 +127,23 @@ def test_second_sigint_stops_at_once_and_writes_nothing(busy: Path, tmp_path: Pa
     assert output.read_text() == OLD
 
 
+def test_ctrl_c_held_down_still_exits_130(busy: Path, tmp_path: Path) -> None:
+    """A signal every 10 ms until the process ends: the last ones land while the interpreter
+    frees the model and finalises, after it has put the default SIGINT handler back; the exit
+    code must still be the one ``interrupted`` reports, not death by the signal (-2)."""
+    output = _old_output(tmp_path)
+    run = _Run(busy, output)
+    run.wait_for("stage ")
+    while run.proc.poll() is None:
+        run.proc.send_signal(signal.SIGINT)
+        time.sleep(0.01)
+    code, err, _ = run.finish()
+    assert code == 130, err
+    assert err.rstrip().endswith("interrupted")
+    assert "Traceback" not in err
+    assert output.read_text() == OLD
+
+
 def test_sigterm_during_the_search_stops_at_once(busy: Path, tmp_path: Path) -> None:
     output = _old_output(tmp_path)
     run = _Run(busy, output)
