@@ -171,11 +171,6 @@ REPLAY_WEIGHTS = {"fairness": 0, "topology": 0, "fragmentation": 1, "packing": 0
 """The stages the replay asks for: allocated work first, then fragmentation. The trace has one
 queue and one-pod jobs, so fairness and topology could only spend time; packing (fewer devices
 opened) would pull against fragmentation's choice between spoiling a device and opening one."""
-REPLAY_PARAMETERS = {"cp_model_presolve": False}
-"""CP-SAT 9.15's presolve loses the complete hint (FGD's choices) on these models — its own
-``debug_crash_if_presolve_breaks_hint`` check reports "Presolve broke a feasible hint" — and
-the search then finds no solution within a batch's seconds; without presolve it starts from
-the hint and improves on it."""
 REPLAY_OBJECTIVE = "weighted"
 REPLAY_STRATEGY = "monolithic"
 """One solve of the weighted sum (work scaled above fragmentation's span, so still first) on
@@ -317,7 +312,6 @@ def run_policy(
             objective=REPLAY_OBJECTIVE,
             strategy=REPLAY_STRATEGY,
             typical_mix=engine_mix(tasks),
-            parameters=REPLAY_PARAMETERS,
             quiet=True,
         )
         result = run_batched(

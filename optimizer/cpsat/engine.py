@@ -346,15 +346,12 @@ class _Solve:
             return self.fallback(
                 result.status, f"CP-SAT plan not better than {self.floor_name}", result
             )
-        gap = None
-        if result.bound is not None and result.objective is not None:
-            gap = round(abs(result.bound - result.objective) / max(1.0, abs(result.objective)), 6)
         info = SolverInfo(
             status=result.status,
             wall_seconds=round(self.budget.elapsed(), 3),
             objective=result.objective,
             bound=result.bound,
-            gap=gap,
+            gap=_gap(result.bound, result.objective),
             workers=self.options.workers,
             stages={s: float(x) for s, x in result.values.as_dict(self.active).items()},
             variables=result.variables,
@@ -377,12 +374,21 @@ class _Solve:
         return ", ".join(notes)
 
     def fallback(self, status: Status, reason: str, result: _Result | None = None) -> Plan:
+        """The floor's plan, with the search's bound when there was a search and the floor
+        lies within the model: the bound is then a limit on every plan the model admits,
+        whichever is returned, and says how far the floor may be from the optimum. (A floor
+        outside the model, beyond a restriction the model adds, could score above it.)"""
         score = self.score(self.greedy_values)
+        objective = float(score[0]) if score else None
+        within = result is not None and within_model(self.full, self.greedy)
+        bound = result.bound if within and result is not None else None
         notes = [*(result.notes if result else []), reason]
         info = SolverInfo(
             status=status,
             wall_seconds=round(self.budget.elapsed(), 3),
-            objective=float(score[0]) if score else None,
+            objective=objective,
+            bound=bound,
+            gap=_gap(bound, objective),
             workers=self.options.workers,
             stages={k: float(x) for k, x in self.greedy_values.as_dict(self.reported).items()},
             variables=result.variables if result else None,
@@ -392,6 +398,12 @@ class _Solve:
             message=self.message(notes),
         )
         return self.greedy.replace(engine="cpsat", solver=info)
+
+
+def _gap(bound: float | None, objective: float | None) -> float | None:
+    if bound is None or objective is None:
+        return None
+    return round(abs(bound - objective) / max(1.0, abs(objective)), 6)
 
 
 def solve(

@@ -133,6 +133,11 @@ class CpsatModel:
         self.scales, self.dropped = weighted_scales(self.data, options, self.active)
 
     @property
+    def step_terms(self) -> bool:
+        """Whether the fragmentation stage's per-device terms are in the model."""
+        return "fragmentation" in self.active and bool(self.data.typical)
+
+    @property
     def num_variables(self) -> int:
         return len(self.model.proto.variables)
 
@@ -222,7 +227,7 @@ class CpsatModel:
                 (baselines or {}).get(name),
             )
             self.model.maximize(expr)
-            parameters(solver, options, stage_seconds, self.num_variables)
+            parameters(solver, options, stage_seconds, self.num_variables, self.step_terms)
             status, interrupted = _run(solver, self.model, _Callback(progress))
             result.statuses[name] = STATUS.get(status, Status.UNKNOWN)
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):

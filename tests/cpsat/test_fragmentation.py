@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from cpsat_kit import BASE, checked, greedy, instance, options
+from ortools.sat.python import cp_model
 
 from models.errors import InputError
 from models.gpu import GpuRequest
@@ -32,6 +33,7 @@ from optimizer.cpsat.fragmentation import (
 )
 from optimizer.cpsat.model import CpsatModel
 from optimizer.cpsat.objective import evaluate
+from optimizer.cpsat.params import parameters
 from optimizer.cpsat.variables import value_of
 from optimizer.options import OptionError, SolveOptions
 from optimizer.plan import Placement, Plan
@@ -144,7 +146,8 @@ def test_solution_stage_value_agrees_with_evaluate_on_the_trace_slice() -> None:
     ``evaluate`` of the plan read back from it, device classes included."""
     inst = load(str(SLICE))
     model = CpsatModel(inst, options(weights=ON, objective="weighted", aggregate=False))
-    result = model.search(model.hint_plan(greedy(inst)), 20.0, Progress())
+    assert model.step_terms  # presolve off: the search starts from the complete hint
+    result = model.search(model.hint_plan(greedy(inst)), 5.0, Progress())
     assert result.values is not None
     expansion = expand(model.vars, result.values)
     assert not expansion.failed_units
@@ -152,6 +155,24 @@ def test_solution_stage_value_agrees_with_evaluate_on_the_trace_slice() -> None:
     assert plan.placements
     value = value_of(model.stages["fragmentation"], result.values)
     assert value == evaluate(model.data, plan).fragmentation
+
+
+def test_presolve_is_off_exactly_when_the_step_terms_are_in_the_model() -> None:
+    """The stage on with a mix: presolve off; the stage on without any GPU pod (no mix, no
+    terms) or the stage off: CP-SAT's default (on). Options' own parameters come last."""
+    solver = cp_model.CpSolver()
+    parameters(solver, options(), 1.0, 100, step_terms=True)
+    assert solver.parameters.cp_model_presolve is False
+    solver = cp_model.CpSolver()
+    parameters(solver, options(), 1.0, 100, step_terms=False)
+    assert solver.parameters.cp_model_presolve is True
+    solver = cp_model.CpSolver()
+    parameters(solver, options(parameters={"cp_model_presolve": True}), 1.0, 100, True)
+    assert solver.parameters.cp_model_presolve is True
+    shares = instance(BASE, TWO_T4, _shares(2, 30))
+    assert CpsatModel(shares, options(weights=ON)).step_terms
+    assert not CpsatModel(shares, options()).step_terms
+    assert not CpsatModel(instance(BASE, TWO_T4), options(weights=ON)).step_terms
 
 
 def test_typical_mix_file_is_read_and_its_weights_scaled(tmp_path: Path) -> None:

@@ -194,6 +194,9 @@ def test_greedy_already_optimal_keeps_the_greedy_plan() -> None:
     assert plan.solver.status == "OPTIMAL"
     assert plan.solver.fallback == "CP-SAT plan not better than greedy"
     assert plan.placements == floor.placements
+    # The search's bound stays with the kept plan: proved optimal, it is greedy's own value.
+    assert plan.solver.objective is not None
+    assert plan.solver.bound == plan.solver.objective and plan.solver.gap == 0
 
 
 # -- options -------------------------------------------------------------------------------
