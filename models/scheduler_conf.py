@@ -52,6 +52,14 @@ KNOWN_PLUGINS = MODELLED_PLUGINS | {
 }
 """Plugins Volcano ships; vcopt models a subset and warns about the rest."""
 
+EVICTION_HOOKS: Mapping[str, frozenset[str]] = {
+    "Preemptable": frozenset({"conformance", "drf", "gang", "priority"}),
+    "Reclaimable": frozenset({"capacity", "conformance", "gang", "proportion"}),
+}
+"""The modelled plugins whose eviction hook (``AddPreemptableFn`` / ``AddReclaimableFn``) can
+hand out any running pod as a victim. ``tdm`` registers Preemptable too, but its answer only
+holds pods on revocable nodes, which TDM's own rules cover."""
+
 FLAGS = (
     "JobOrder",
     "SubJobOrder",
@@ -138,6 +146,19 @@ class SchedulerConf:
                 if option.name == name:
                     return t, p
         return None
+
+    def passed_on(self, name: str, hook: str) -> bool:
+        """Whether plugin ``name``'s verdict on eviction hook ``hook`` can be passed over: a
+        tier whose plugins leave no victim hands the choice to the next tier (§8.2, §9 item
+        4), so a later tier with another plugin of that hook can evict what ``name`` kept."""
+        position = self.plugin_position(name)
+        if position is None:
+            return False
+        return any(
+            option.name in EVICTION_HOOKS[hook] and option.enabled(hook)
+            for tier in self.tiers[position[0] + 1 :]
+            for option in tier
+        )
 
     @property
     def evicts(self) -> bool:

@@ -18,18 +18,26 @@ def check_gang(ctx: Context) -> Iterator[Violation]:
     (volcano-scheduler.md §3, §9 item 17), plus pipelined pods: Volcano commits a statement
     once the job is pipelined (``gang.go:jobPipelinedFn``, waiting + ready ≥ minAvailable).
     A victim counts as kept when gang's own eviction hook for its action is off
-    (``enablePreemptable`` / ``enableReclaimable: false``): nothing then keeps the victim's
-    gang whole, in Volcano either. Without the ``gang`` plugin no plugin registers JobReady,
+    (``enablePreemptable`` / ``enableReclaimable: false``), or when a later tier holds another
+    plugin of that hook: gang's tier then hands the choice on whenever it leaves no victim
+    (§8.2), and that tier may evict what gang kept. Nothing then keeps the victim's gang
+    whole, in Volcano either. Without the ``gang`` plugin no plugin registers JobReady,
     whose default is true (``session_plugins.go:JobReady``): Volcano commits a partial gang.
     """
     gang = ctx.instance.scheduler.plugin("gang")
     if gang is None:
         return
     piped = {q.pod for q in ctx.plan.pipelined}
+    conf = ctx.instance.scheduler
+    open_hooks = {
+        hook
+        for hook in _UNGUARDED.values()
+        if not gang.enabled(hook) or conf.passed_on("gang", hook)
+    }
     unguarded = {
         e.pod
         for e in ctx.plan.evictions
-        if e.reason in _UNGUARDED and not gang.enabled(_UNGUARDED[e.reason])
+        if e.reason in _UNGUARDED and _UNGUARDED[e.reason] in open_hooks
     }
     for job in ctx.placed_jobs:
         ready = [

@@ -76,6 +76,39 @@ def test_gang_victims_count_as_kept_only_when_gang_does_not_guard_them(
     assert ("gang" in found) is broken
 
 
+def _growing_batch_reclaimed(capacity_tier: int) -> Callable[[Doc], None]:
+    """batch as in ``_growing_batch`` with reclaim; capacity (a Reclaimable plugin) in tier
+    ``capacity_tier`` (0: gang's own tier)."""
+
+    def edit(doc: Doc) -> None:
+        _growing_batch(True)(doc)
+        doc["scheduler"]["actions"] = "enqueue, allocate, reclaim"
+        tiers = doc["scheduler"]["tiers"]
+        capacity = next(p for t in tiers for p in t["plugins"] if p["name"] == "capacity")
+        for tier in tiers:
+            tier["plugins"] = [p for p in tier["plugins"] if p["name"] != "capacity"]
+        tiers[capacity_tier]["plugins"].append(capacity)
+
+    return edit
+
+
+@pytest.mark.parametrize(("capacity_tier", "broken"), [(0, True), (1, False)])
+def test_gang_victims_count_as_kept_when_a_later_tier_can_reclaim_them(
+    capacity_tier: int, broken: bool
+) -> None:
+    """batch places its fourth pod and loses a running pod to reclaim: 3 ready < 4. With
+    capacity in gang's tier, gang's empty answer empties the tier and nothing reclaims the
+    pod, so the plan breaks the gang. With capacity in the next tier, Volcano's tier walk hands
+    the choice on when gang's tier leaves no victim (spec §8.2, §9.4) and capacity alone may
+    take the pod: Volcano breaks the gang itself, and the rule counts the victim as kept."""
+    found = rules(
+        build(_growing_batch_reclaimed(capacity_tier)),
+        place("batch-w-3", "n1"),
+        evictions=(evict("batch-w-0", "n2"),),
+    )
+    assert ("gang" in found) is broken
+
+
 def _roles(min_available: int) -> Callable[[Doc], None]:
     def edit(doc: Doc) -> None:
         doc["jobs"].append(
