@@ -38,7 +38,7 @@ def stopped(stop: BaseException) -> int:
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    except ValueError:  # not the main thread: the signals are whoever owns it's to handle
+    except ValueError:  # not the main thread: the signals are its owner's to handle
         pass
     print("interrupted", file=sys.stderr)
     return EXIT_SIGINT if isinstance(stop, KeyboardInterrupt) else EXIT_SIGTERM

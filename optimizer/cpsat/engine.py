@@ -380,8 +380,7 @@ class _Solve:
         outside the model, beyond a restriction the model adds, could score above it.)"""
         score = self.score(self.greedy_values)
         objective = float(score[0]) if score else None
-        within = result is not None and within_model(self.full, self.greedy)
-        bound = result.bound if within and result is not None else None
+        bound = result.bound if result and within_model(self.full, self.greedy) else None
         notes = [*(result.notes if result else []), reason]
         info = SolverInfo(
             status=status,
