@@ -67,6 +67,13 @@ class GpuDevice:
     mode: str = "hami-core"
 
 
+def exclusive_on(cores: int, device: GpuDevice) -> bool:
+    """HAMi's exclusive rule (hami-gpu §3.3 step 13, pitfall 5): a share booking all 100
+    cores of a 100-core device has that device to itself; on a device with another core total
+    it is an ordinary share."""
+    return cores >= FULL_CORES and device.cores == FULL_CORES
+
+
 def validate_device(dev: GpuDevice, obj: str, field: str, diag: Diagnostics) -> None:
     """Record what makes ``dev`` unusable as input; ``field`` is its path, e.g. ``gpus[2]``."""
 

@@ -8,6 +8,7 @@ is tested with a fake clock, end-to-end wall times belong to the benchmarks.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
@@ -15,8 +16,26 @@ Clock = Callable[[], float]
 
 MIN_SEARCH = 0.2
 """Below this many seconds a CP-SAT search cannot even load a large model: skip it."""
+MAX_START_UP = 60.0
+"""A process older than this when vcopt starts was not started for this run (vcopt called
+from a long-lived program): its age is not the user's wait."""
 TAIL_FLOOR = 0.05
 """Share of the limit always kept for the phases after the search."""
+
+
+def process_started() -> float:
+    """``time.perf_counter()``'s reading at the moment this process started (Linux ``/proc``;
+    elsewhere, now): the interpreter's start-up and imports take about a second before any
+    vcopt code runs, and the user's wall clock includes them."""
+    try:
+        with open("/proc/self/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        with open("/proc/uptime") as up:
+            uptime = float(up.read().split()[0])
+        age = uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return time.perf_counter()
+    return time.perf_counter() - (age if 0.0 < age <= MAX_START_UP else 0.0)
 
 
 class TimeUp(Exception):

@@ -23,6 +23,7 @@ from .metrics import evaluate
 from .options import SolveOptions
 from .plan import PENDING, Plan
 from .progress import Progress
+from .result import Status
 
 ENGINES = ("cpsat", "greedy")
 REPORT_PER_OBJECT = 4e-4
@@ -34,15 +35,19 @@ def with_metrics(instance: Instance, plan: Plan) -> Plan:
     return plan.replace(metrics=evaluate(instance, plan).as_dict())
 
 
+def _report_seconds(instance: Instance) -> float:
+    return REPORT_PER_OBJECT * (len(instance.nodes) + len(instance.pods))
+
+
 def _reserve(instance: Instance, greedy: Plan, limit: float) -> float:
     """Seconds of the time limit kept back from the CP-SAT engine: the report's share, and for
     the pending reasons a tenth of the limit, at most :data:`REASON_SECONDS` (none when greedy
     leaves nothing pending or the cluster is too large for per-job reasons)."""
-    report = REPORT_PER_OBJECT * (len(instance.nodes) + len(instance.pods))
+    report = _report_seconds(instance)
     pending = any(d.status == PENDING for d in greedy.jobs)
     if not pending or len(instance.nodes) > MAX_NODES:
         return report
-    return report + min(REASON_SECONDS, REASON_SHARE * limit)
+    return report + min(REASON_SHARE * limit, REASON_SECONDS)
 
 
 def annotated(
@@ -52,11 +57,14 @@ def annotated(
     positions: dict[str, int] | None = None,
 ) -> Plan:
     """The plan with queue positions and, for CP-SAT plans, each pending job's dominant
-    reason (within what is left of the time limit)."""
-    seconds = min(REASON_SECONDS, budget.remaining()) if budget is not None else 0.0
-    return annotate(
-        instance, plan, reasons=budget is not None, seconds=seconds, positions=positions
-    )
+    reason, within what is left of the time limit less the report's share. A search the user
+    stopped gets no reasons: the plan is wanted now."""
+    stopped = plan.solver is not None and plan.solver.status == Status.INTERRUPTED
+    reasons = budget is not None and not stopped
+    seconds = 0.0
+    if reasons and budget is not None:
+        seconds = min(REASON_SECONDS, budget.remaining() - _report_seconds(instance))
+    return annotate(instance, plan, reasons=reasons, seconds=seconds, positions=positions)
 
 
 def _cpsat(

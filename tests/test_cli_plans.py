@@ -103,3 +103,28 @@ def test_compare_cpsat_never_loses_on_primary_metrics(tmp_path):
     verdicts = [r["better"] for r in rows if r["better"]]
     assert "greedy" not in verdicts
     assert "cpsat" in verdicts
+
+
+@pytest.mark.parametrize(
+    ("name", "read"),
+    [
+        ("plan.yaml", lambda text: yaml.safe_load(text)["kind"]),
+        ("plan.YML", lambda text: yaml.safe_load(text)["kind"]),
+        ("plan.json", lambda text: json.loads(text)["kind"]),
+        ("plan.csv", lambda text: text.splitlines()[0].split(",")[0]),
+        ("plan.txt", lambda text: text.split()[0]),
+    ],
+)
+def test_output_suffix_names_the_format_unless_format_is_given(tmp_path, name, read):
+    """``-o plan.yaml`` writes a plan `vcopt verify` reads back, not the table; an unknown
+    suffix gets the table; ``--format`` wins over the suffix."""
+    expected = {".yaml": "Plan", ".yml": "Plan", ".json": "Plan", ".csv": "pod", ".txt": "Plan"}
+    out = tmp_path / name
+    assert main(["solve", "--engine", "greedy", "-o", str(out), "-q", DEMO]) == EXIT_OK
+    assert read(out.read_text()) == expected[out.suffix.lower()]
+    if out.suffix.lower() in (".yaml", ".yml", ".json"):
+        assert main(["verify", "-q", DEMO, str(out)]) == EXIT_OK
+    forced = tmp_path / f"forced-{name}"
+    args = ["solve", "--engine", "greedy", "--format", "json", "-o", str(forced), "-q", DEMO]
+    assert main(args) == EXIT_OK
+    assert json.loads(forced.read_text())["kind"] == "Plan"

@@ -15,6 +15,7 @@ from models.gpu import (
     GpuFilter,
     GpuRequest,
     container_gpu_request,
+    exclusive_on,
     gpu_filter,
     hami_allocation_annotation,
     parse_hami_register,
@@ -121,6 +122,19 @@ def test_row_cores_100_is_exclusive() -> None:
     req = hami({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 1000, "nvidia.com/gpucores": 100})
     assert req.exclusive
     assert req.booked_cores == 100
+
+
+@pytest.mark.parametrize(
+    ("cores", "device_cores", "exclusive"),
+    [(100, 100, True), (150, 100, True), (99, 100, False), (0, 100, False), (100, 200, False)],
+)
+def test_exclusive_on_needs_all_cores_of_a_100_core_device(
+    cores: int, device_cores: int, exclusive: bool
+) -> None:
+    """hami-gpu §3.3 step 13 and pitfall 5: 100 booked cores own a Totalcore-100 device; on a
+    device scaled to 200 cores the same share is an ordinary one."""
+    device = GpuDevice("GPU-x", 0, "NVIDIA A100-SXM4-80GB", 81920, cores=device_cores)
+    assert exclusive_on(cores, device) is exclusive
 
 
 def test_row_cores_above_100_clamped_exclusive() -> None:

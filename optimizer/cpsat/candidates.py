@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from models.cluster import Node
-from models.gpu import FULL_CORES, GpuFilter, GpuRequest
+from models.gpu import GpuFilter, GpuRequest, exclusive_on
 from models.instance import Instance
 from models.tdm import node_zone, pod_revocable_zone, window_closes_at
 from models.vocabulary import UNSCHEDULABLE_TAINT
@@ -82,8 +82,7 @@ def takes_whole(request: GpuRequest, dc: DeviceClass) -> bool:
     exclusive use of a 100-core device (the exclusive rule, hami-gpu §3.3 step 13)."""
     dev = dc.device
     full_memory = request.memory_on(dev.memory) >= dev.memory
-    exclusive = request.booked_cores >= FULL_CORES and dev.cores == FULL_CORES
-    return full_memory or exclusive
+    return full_memory or exclusive_on(request.booked_cores, dev)
 
 
 def _could_use(request: GpuRequest, dc: DeviceClass, whole: bool) -> bool:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from models.gpu import FULL_CORES, GpuDevice, GpuRequest
+from models.gpu import GpuDevice, GpuRequest, exclusive_on
 from models.workload import DeviceShare
 
 from ..plan import Placement
@@ -44,7 +44,7 @@ class _Device:
     def accepts(self, memory: int, cores: int) -> bool:
         """One more share keeps every hami-gpu §3.4 rule on this device."""
         dev = self.device
-        exclusive = self.exclusive + (cores >= FULL_CORES and dev.cores == FULL_CORES)
+        exclusive = self.exclusive + exclusive_on(cores, dev)
         zero = self.zero + (cores == 0)
         slots, used_memory, used_cores = self.slots + 1, self.memory + memory, self.cores + cores
         if slots > dev.count or used_memory > dev.memory or used_cores > dev.cores:
@@ -57,7 +57,7 @@ class _Device:
         self.slots += 1
         self.memory += memory
         self.cores += cores
-        self.exclusive += cores >= FULL_CORES and self.device.cores == FULL_CORES
+        self.exclusive += exclusive_on(cores, self.device)
         self.zero += cores == 0
 
 

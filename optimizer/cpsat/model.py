@@ -5,15 +5,12 @@ constraint family, the objective stages the options keep), hints it with a plan 
 it stage by stage within a time budget. Turning the best solution into a plan, comparing it
 with greedy and spending what is left of the budget are ``engine.py``'s part.
 
-The search runs on a worker thread while the main thread waits: Python only runs signal
-handlers on the main thread, so this is what lets Ctrl-C stop CP-SAT within a fraction of a
-second (the best solution so far is kept; a second Ctrl-C aborts). CP-SAT's own SIGINT
-handler is off (``params``).
+Each stage's solve runs through ``solving.Solvable.run``, so Ctrl-C stops the search within a
+fraction of a second (the best solution so far is kept; a second Ctrl-C aborts).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
@@ -33,6 +30,7 @@ from .fragmentation import typical_for
 from .hints import hint_values, within_model
 from .objective import StageValues, stage_expressions, stage_span
 from .params import parameters
+from .solving import Solvable
 from .variables import Expr, Values, Variables, value_of
 from .view import View
 
@@ -96,7 +94,7 @@ class SearchResult:
     """Stages not run for lack of time (the stages before them are kept)."""
 
 
-class CpsatModel:
+class CpsatModel(Solvable):
     """One instance compiled into a CP-SAT model with the objective stages the options keep."""
 
     def __init__(
@@ -121,7 +119,7 @@ class CpsatModel:
             typical=typical_for(instance, options),
         )
         check()
-        self.model = cp_model.CpModel()
+        super().__init__()
         self.vars = Variables(self.model, self.data)
         for family in FAMILIES:
             check()
@@ -228,7 +226,7 @@ class CpsatModel:
             )
             self.model.maximize(expr)
             parameters(solver, options, stage_seconds, self.num_variables, self.step_terms)
-            status, interrupted = _run(solver, self.model, _Callback(progress))
+            status, interrupted = self.run(solver, _Callback(progress))
             result.statuses[name] = STATUS.get(status, Status.UNKNOWN)
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                 best = list(solver.response_proto.solution)
@@ -244,41 +242,6 @@ class CpsatModel:
                 self.model.add(expr >= value_of(expr, current))
                 self._hint(current)
         return result
-
-
-def _run(
-    solver: cp_model.CpSolver, model: cp_model.CpModel, callback: _Callback
-) -> tuple[int, bool]:
-    """Solve on a worker thread; a KeyboardInterrupt on the main thread stops the search and
-    is reported as ``interrupted``. Anything else that ends the wait (a second Ctrl-C while
-    stopping, SIGTERM) stops the search too and propagates; the thread is not a daemon, so
-    the interpreter never exits while CP-SAT still runs.
-
-    The wait is on an event, not ``Thread.join``: an exception raised inside ``join`` can
-    leave the thread marked finished while it still runs (CPython issue 21822)."""
-    outcome: list[int] = []
-    done = threading.Event()
-
-    def work() -> None:
-        try:
-            outcome.append(solver.solve(model, callback))
-        finally:
-            done.set()
-
-    threading.Thread(target=work, name="cp-sat search").start()
-    interrupted = False
-    try:
-        while not done.wait(0.1):
-            pass
-    except KeyboardInterrupt:
-        interrupted = True
-        solver.stop_search()
-        while not done.wait(0.1):
-            pass
-    except BaseException:
-        solver.stop_search()
-        raise
-    return (outcome[0] if outcome else cp_model.UNKNOWN), interrupted
 
 
 def weighted_scales(

@@ -38,9 +38,6 @@ def parameters(
     p.random_seed = options.seed
     p.relative_gap_limit = options.gap
     p.max_time_in_seconds = max(seconds, 0.001)
-    # vcopt's main thread turns Ctrl-C into stop_search (model._run); CP-SAT's own handler
-    # would replace Python's and abort the process once its solve has returned.
-    p.catch_sigint_signal = False
     if options.deterministic:
         p.interleave_search = True
         p.max_deterministic_time = max(seconds * DETERMINISTIC_RATE, 0.01)

@@ -124,14 +124,13 @@ def capacity(
 ) -> Capacity:
     """The fewest nodes like ``like`` (default: per leaf, its most capable node) to add so that
     every job ``engine``'s plan leaves pending in ``queue`` (default: all) is admitted."""
-    from ..solve import solve
 
     if queue is not None and queue not in instance.queue_tree:
         raise InputError([Problem("no such queue", f'Queue "{queue}"', "queue")])
     if like is not None and like not in instance.node_by_name:
         raise InputError([Problem("no such node", f'Node "{like}"', "node-like")])
     options = options or SolveOptions(time_limit=10.0, quiet=True)
-    plan = plan or solve(instance, engine, options)
+    plan = plan or search.plan_of(instance, engine, options)
     jobs = pending_jobs(instance, plan, queue)
     out = Capacity(queue, [j.key for j in jobs])
     if not jobs:
@@ -153,8 +152,10 @@ def capacity(
             key = (place.node.name, place.leaf)
             out.added[key] = out.added.get(key, 0) + 1
     if check:
-        out.admits = all_admitted(solve(out.variant()(instance), engine, options), out.jobs)
+        out.admits = all_admitted(
+            search.plan_of(out.variant()(instance), engine, options), out.jobs
+        )
         if out.count:
-            fewer = solve(out.variant(1)(instance), engine, options)
+            fewer = search.plan_of(out.variant(1)(instance), engine, options)
             out.one_fewer_admits = all_admitted(fewer, out.jobs)
     return out

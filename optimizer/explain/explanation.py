@@ -243,12 +243,11 @@ def explain(
 ) -> Explanation:
     """Why ``job`` (``namespace/name`` or a unique name) is pending in ``engine``'s plan of
     ``instance`` (solved here unless ``plan`` is given), and what would let it start."""
-    from ..solve import solve
     from .position import queue_positions
 
     target = find_job(instance, job)
     options = options or SolveOptions(time_limit=RESOLVE_SECONDS, quiet=True)
-    plan = plan or solve(instance, engine, options)
+    plan = plan or search.plan_of(instance, engine, options)
     decision = plan.job(target.key)
     status = decision.status if decision is not None else PENDING
     reason = decision.reason if decision is not None else ""
@@ -303,7 +302,7 @@ def explain(
     variant = out.variant
     if check and variant is not None:
         changed = variant(instance)
-        after = solve(changed, engine, options)
+        after = search.plan_of(changed, engine, options)
         out.admitted_after = _admitted(after, target.key, status)
         out.costs = _costs(instance, plan, after, target.key, out.changes)
         if not out.admitted_after:

@@ -1,10 +1,11 @@
 """The dedicated CP-SAT model of a few jobs against the rest of a plan, every rule switchable.
 
 The main engine's model decides the whole snapshot; to ask why *one* job cannot start, and
-what would let it, this model keeps every other decision of the plan fixed (``leftover.py``)
-and places only the explained jobs' pending pods: integer counts per (task, node), per-device
-counts for GPU containers, the gang, the hard topology tier, the queue limits along the
-ancestor chain, the static node rules (selectors, taints, TDM zones, GPU filters). Each rule
+what would let it, this model (made and solved as the engine's is, ``cpsat.solving``) keeps
+every other decision of the plan fixed (``leftover.py``) and places only the explained jobs'
+pending pods: integer counts per (task, node), per-device counts for GPU containers, the
+gang, the hard topology tier, the queue limits along the ancestor chain, the static node
+rules (selectors, taints, TDM zones, GPU filters). Each rule
 instance is enforced by its own literal (``rules.py``), so the solver can prove which sets
 of rules block the job (assumptions) and find the cheapest set to lift (a weighted search).
 
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from models.cluster import Node
-from models.gpu import FULL_CORES, GpuRequest
+from models.gpu import GpuRequest, exclusive_on
 from models.instance import Instance
 from models.resources import PODS
 from models.tdm import node_zone, pod_revocable_zone
@@ -31,6 +32,7 @@ from models.workload import Job, Task
 
 from ..cpsat.candidates import selector_ok
 from ..cpsat.data import queue_tables
+from ..cpsat.solving import Solvable
 from ..cpsat.units import UNLIMITED, model_units
 from ..plan import Plan
 from . import rules as kinds
@@ -86,7 +88,7 @@ def _needs(instance: Instance, plan: Plan, job: Job) -> tuple[dict[str, int], di
     return pending, held
 
 
-class ExplainModel:
+class ExplainModel(Solvable):
     """Build once, then solve under different assumptions and objectives (``search.py``)."""
 
     def __init__(
@@ -100,7 +102,7 @@ class ExplainModel:
     ) -> None:
         self.instance = instance
         self.plan = plan
-        self.model = cp_model.CpModel()
+        super().__init__()
         self.rules: dict[str, Rule] = {}
         self.targets = [self._target(job) for job in jobs]
         keys = {t.job.key for t in self.targets}
@@ -352,7 +354,10 @@ class ExplainModel:
             room = place.devices[d]
             memory = [r.memory_on(room.device.memory) * y for r, y in shares]
             cores = [r.booked_cores * y for r, y in shares]
-            slots = [room.device.count * y if _exclusive(r, room) else y for r, y in shares]
+            slots = [
+                room.device.count * y if exclusive_on(r.booked_cores, room.device) else y
+                for r, y in shares
+            ]
             back_memory, back_cores, back_slots = [], [], []
             released = self.released.get(place.index, []) if place.index is not None else []
             for holder, flags in released:
@@ -477,11 +482,6 @@ def request_free(node: Node) -> dict[str, int]:
 def _size_fits(request: GpuRequest, room: DeviceRoom) -> bool:
     dev = room.device
     return request.memory_on(dev.memory) <= dev.memory and request.booked_cores <= dev.cores
-
-
-def _exclusive(request: GpuRequest, room: DeviceRoom) -> bool:
-    """HAMi's exclusive rule (hami-gpu §3.3 step 13): 100 cores on a 100-core card."""
-    return request.booked_cores >= FULL_CORES and room.device.cores == FULL_CORES
 
 
 def _same_shape(a: Node, b: Node) -> bool:

@@ -17,6 +17,11 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
+from models.instance import Instance
+
+from ..options import SolveOptions
+from ..plan import Plan
+from ..result import Status
 from .model import ExplainModel
 from .rules import KIND_COST, Rule
 
@@ -51,13 +56,36 @@ def _solver(seconds: float = SECONDS) -> cp_model.CpSolver:
     return solver
 
 
-def _status(em: ExplainModel, assume: Iterable[cp_model.IntVar]) -> tuple[int, cp_model.CpSolver]:
+def plan_of(instance: Instance, engine: str, options: SolveOptions) -> Plan:
+    """``engine``'s plan of ``instance``, for a question to be asked of; Ctrl-C during its
+    search ends the command (unlike ``vcopt solve``, which keeps the best plan so far): the
+    plan of a search cut short is not the one the user asked about."""
+    from ..solve import solve
+
+    plan = solve(instance, engine, options)
+    if plan.solver is not None and plan.solver.status == Status.INTERRUPTED:
+        raise KeyboardInterrupt
+    return plan
+
+
+def _solve(em: ExplainModel, solver: cp_model.CpSolver) -> int:
+    """One solve; Ctrl-C ends the command, since a search cut short proves nothing (a
+    "does not fit" or a core read from it would be an answer the model never gave)."""
+    status, interrupted = em.run(solver)
+    if interrupted:
+        raise KeyboardInterrupt
+    return status
+
+
+def _status(
+    em: ExplainModel, assume: Iterable[cp_model.IntVar], seconds: float = SECONDS
+) -> tuple[int, cp_model.CpSolver]:
     model = em.model
     model.clear_objective()
     model.clear_assumptions()
     model.add_assumptions(list(assume))
-    solver = _solver()
-    status = solver.solve(model)
+    solver = _solver(seconds)
+    status = _solve(em, solver)
     model.clear_assumptions()
     return status, solver
 
@@ -67,9 +95,10 @@ def fits(em: ExplainModel) -> bool:
     return where_it_fits(em) is not None
 
 
-def where_it_fits(em: ExplainModel) -> list[str] | None:
-    """The nodes a placement of the jobs uses with every rule as it is; None if none fits."""
-    status, solver = _status(em, [r.keep for r in em.rules.values()])
+def where_it_fits(em: ExplainModel, seconds: float = SECONDS) -> list[str] | None:
+    """The nodes a placement of the jobs uses with every rule as it is; None if none fits
+    (or none was found within ``seconds``)."""
+    status, solver = _status(em, [r.keep for r in em.rules.values()], seconds)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     used = {em.places[p].name for t in em.targets for (_, p), x in t.x.items() if solver.value(x)}
@@ -85,15 +114,23 @@ class Core:
 
 
 def blocking_core(
-    em: ExplainModel, lifted: Collection[str] = (), seconds: float = CORE_SECONDS
+    em: ExplainModel,
+    lifted: Collection[str] = (),
+    seconds: float = CORE_SECONDS,
+    first: float = SECONDS,
 ) -> Core:
     """A set of rules that together keep the jobs out, the rules in ``lifted`` given up
-    (empty when they fit, or when nothing the model can lift is to blame); made minimal by
-    deletion within ``seconds``."""
-    deadline = time.perf_counter() + seconds
+    (empty when they fit, when nothing the model can lift is to blame, or when the first
+    solve finds no proof within ``first`` seconds); made minimal by deletion within
+    ``seconds``, no trial solve running past them."""
+
+    def left() -> float:
+        return min(SECONDS, max(deadline - time.perf_counter(), 0.001))
+
     by_index = {r.keep.index: r for r in em.rules.values()}
     held = [r.keep for r in em.rules.values() if r.key not in lifted]
-    status, solver = _status(em, held)
+    status, solver = _status(em, held, first)
+    deadline = time.perf_counter() + seconds
     if status != cp_model.INFEASIBLE:
         return Core([], status in (cp_model.OPTIMAL, cp_model.FEASIBLE))
     core = [by_index[i] for i in solver.sufficient_assumptions_for_infeasibility()]
@@ -104,7 +141,7 @@ def blocking_core(
             minimal = False
             break
         trial = core[:i] + core[i + 1 :]
-        status, _ = _status(em, [r.keep for r in trial])
+        status, _ = _status(em, [r.keep for r in trial], left())
         if status == cp_model.INFEASIBLE:
             core = trial
         else:
@@ -135,7 +172,7 @@ def correction(
     model.add_assumptions([em.rules[k].keep for k in keep])
     model.add_assumptions([em.rules[k].keep.Not() for k in lift])
     solver = _solver(seconds)
-    status = solver.solve(model)
+    status = _solve(em, solver)
     model.clear_assumptions()
     model.clear_objective()
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -24,10 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from models.gpu import HAMI_CORES, HAMI_COUNT
 from models.vocabulary import API_VERSION
+from models.yamlio import dump_yaml
 
 from ..atomic import write_atomic
 from .cluster import build_cluster, hypernodes, node_groups
@@ -135,6 +134,5 @@ def stats(doc: Mapping[str, Any]) -> Stats:
 def write_instance(doc: Mapping[str, Any], path: str | Path) -> None:
     """Write ``doc`` as YAML, atomically; leaf mappings and lists stay on one line, so a
     1,000-node instance is a few thousand lines."""
-    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-    text = yaml.dump(dict(doc), Dumper=dumper, sort_keys=False, default_flow_style=None, width=120)
+    text = dump_yaml(dict(doc), sort_keys=False, default_flow_style=None, width=120)
     write_atomic(path, text)

@@ -18,7 +18,7 @@ from .records import (
     Plan,
     SolverInfo,
 )
-from .render import FORMATS, plan_table
+from .render import FORMATS, format_for, plan_table
 
 __all__ = [
     "ADMITTED",
@@ -34,6 +34,7 @@ __all__ = [
     "Plan",
     "SolverInfo",
     "derive_job_statuses",
+    "format_for",
     "plan_from_dict",
     "plan_table",
     "read_plan",

@@ -11,12 +11,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from models.errors import InputError, Problem
 from models.gpu import hami_allocation_annotation
 from models.instance import Instance
 from models.vocabulary import HAMI_ALLOCATED, HAMI_NODE, HAMI_TO_ALLOCATE
+from models.yamlio import dump_yaml
 
 if TYPE_CHECKING:
     from .records import Plan
@@ -55,7 +54,7 @@ def plan_bindings(plan: Plan) -> str:
             eviction["annotations"] = {EVICTION_REASON: e.reason}
         items.append({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": eviction})
     doc = {"apiVersion": "v1", "kind": "List", "items": items}
-    return yaml.safe_dump(doc, sort_keys=False, width=200)
+    return dump_yaml(doc, sort_keys=False, width=200)
 
 
 def is_bindings(doc: Mapping[str, Any]) -> bool:

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from rich.console import Console
 from rich.table import Table
 
 from models.gpu import hami_allocation_annotation
 from models.instance import Instance
 from models.vocabulary import HAMI_ALLOCATED, HAMI_NODE, HAMI_TO_ALLOCATE
+from models.yamlio import dump_yaml
 
 from .bindings import plan_bindings
 from .write import plan_json, plan_yaml
@@ -22,6 +23,17 @@ if TYPE_CHECKING:
     from .records import Plan
 
 FORMATS = ("table", "yaml", "json", "csv", "annotations", "bindings")
+BY_SUFFIX = {".yaml": "yaml", ".yml": "yaml", ".json": "json", ".csv": "csv"}
+
+
+def format_for(output: str | None, fmt: str | None) -> str:
+    """The format asked for; else the one the output file's suffix names (``-o plan.yaml``
+    writes YAML, not a table that no tool can read back); else the table."""
+    if fmt is not None:
+        return fmt
+    if output is not None:
+        return BY_SUFFIX.get(Path(output).suffix.lower(), "table")
+    return "table"
 
 
 def render(plan: Plan, fmt: str, instance: Instance) -> str:
@@ -33,7 +45,7 @@ def render(plan: Plan, fmt: str, instance: Instance) -> str:
     if fmt == "csv":
         return plan_csv(plan, instance)
     if fmt == "annotations":
-        return yaml.safe_dump(plan_annotations(plan), sort_keys=False, width=200)
+        return dump_yaml(plan_annotations(plan), sort_keys=False, width=200)
     if fmt == "table":
         return plan_table(plan, instance)
     if fmt == "bindings":

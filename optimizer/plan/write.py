@@ -8,9 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
-import yaml
-
 from models.vocabulary import API_VERSION
+from models.yamlio import dump_yaml
 
 if TYPE_CHECKING:
     from .records import Placement, Plan, SolverInfo
@@ -43,7 +42,7 @@ def plan_document(plan: Plan) -> dict[str, Any]:
 
 
 def plan_yaml(plan: Plan) -> str:
-    return yaml.safe_dump(plan_document(plan), sort_keys=False, allow_unicode=True, width=120)
+    return dump_yaml(plan_document(plan), sort_keys=False, allow_unicode=True, width=120)
 
 
 def plan_json(plan: Plan) -> str:

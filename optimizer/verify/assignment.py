@@ -11,13 +11,8 @@ import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from models.gpu import FULL_CORES, GpuDevice, GpuRequest
+from models.gpu import GpuDevice, GpuRequest, exclusive_on
 from models.workload import DeviceShare
-
-
-def is_exclusive(cores: int, device: GpuDevice) -> bool:
-    """A whole-compute assignment; exclusive only when the device has 100 cores (pitfall 5)."""
-    return cores == FULL_CORES and device.cores == FULL_CORES
 
 
 @dataclass(frozen=True, order=True)
@@ -42,7 +37,7 @@ class Usage:
             self.slots + 1,
             self.memory + memory,
             self.cores + cores,
-            self.exclusive + is_exclusive(cores, device),
+            self.exclusive + exclusive_on(cores, device),
             self.zero_cores + (cores == 0),
         )
 

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from models.cluster import Node
-from models.gpu import FULL_CORES, PLAIN_GPU_SHARE, GpuDevice, GpuRequest
+from models.gpu import FULL_CORES, PLAIN_GPU_SHARE, GpuDevice, GpuRequest, exclusive_on
 from models.vocabulary import (
     DEVICE_CORDON,
     GPU_SCHEDULER_POLICY,
@@ -23,7 +23,7 @@ from models.vocabulary import (
 )
 from models.workload import DeviceShare, Task
 
-from .assignment import Unit, Usage, assignable, is_exclusive
+from .assignment import Unit, Usage, assignable
 from .context import Context, Violation
 
 
@@ -205,7 +205,7 @@ def check_gpu_exclusive(ctx: Context) -> Iterator[Violation]:
     device, for devices that receive a new explicit assignment. Then HAMi's mutex policy."""
     yield from _mutex_breaches(ctx)
     for name, device, booked in _judged_devices(ctx):
-        holders = [x.pod for x in booked if is_exclusive(x.share.cores, device)]
+        holders = [x.pod for x in booked if exclusive_on(x.share.cores, device)]
         others = [x.pod for x in booked if x.pod not in holders[:1]]
         total = sum(x.share.cores for x in booked)
         zero = [x.pod for x in booked if x.share.cores == 0]

@@ -5,13 +5,18 @@ before CP-SAT starts the engine says so and returns the greedy plan at once."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from cpsat_kit import checked, greedy, instance, options
 
-from optimizer.budget import MIN_SEARCH, TAIL_FLOOR, Budget, TimeUp
+from optimizer.budget import MAX_START_UP, MIN_SEARCH, TAIL_FLOOR, Budget, TimeUp
 from optimizer.cpsat.engine import solve
 from optimizer.result import Status
 
+ROOT = Path(__file__).resolve().parents[2]
 EASY = """
     scheduler:
       actions: "enqueue, allocate"
@@ -109,3 +114,16 @@ def test_spent_budget_returns_the_greedy_plan_at_once() -> None:
     assert "spent before CP-SAT could start" in (plan.solver.fallback or "")
     assert plan.placements == floor.placements
     checked(inst, plan)
+
+
+def test_the_command_clock_starts_with_its_process() -> None:
+    """A fresh interpreter that sleeps a second before asking: its clock started before the
+    sleep (a second ago or more), not when asked."""
+    script = (
+        "import time; time.sleep(1.0); from optimizer.budget import process_started; "
+        "print(time.perf_counter() - process_started())"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert 1.0 <= float(done.stdout) < MAX_START_UP
