@@ -22,6 +22,7 @@ from ..options import SolveOptions
 from ..plan import ADMITTED, PENDING, RUNNING, Plan
 from . import search
 from .model import MAX_NEW_NODES, ExplainModel
+from .plans import plan_of
 from .words import describe
 
 
@@ -130,7 +131,7 @@ def capacity(
     if like is not None and like not in instance.node_by_name:
         raise InputError([Problem("no such node", f'Node "{like}"', "node-like")])
     options = options or SolveOptions(time_limit=10.0, quiet=True)
-    plan = plan or search.plan_of(instance, engine, options)
+    plan = plan or plan_of(instance, engine, options)
     jobs = pending_jobs(instance, plan, queue)
     out = Capacity(queue, [j.key for j in jobs])
     if not jobs:
@@ -152,10 +153,8 @@ def capacity(
             key = (place.node.name, place.leaf)
             out.added[key] = out.added.get(key, 0) + 1
     if check:
-        out.admits = all_admitted(
-            search.plan_of(out.variant()(instance), engine, options), out.jobs
-        )
+        out.admits = all_admitted(plan_of(out.variant()(instance), engine, options), out.jobs)
         if out.count:
-            fewer = search.plan_of(out.variant(1)(instance), engine, options)
+            fewer = plan_of(out.variant(1)(instance), engine, options)
             out.one_fewer_admits = all_admitted(fewer, out.jobs)
     return out

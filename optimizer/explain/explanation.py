@@ -22,6 +22,7 @@ from ..plan import ADMITTED, PENDING, RUNNING, Plan
 from . import rules as kinds
 from . import search
 from .model import ExplainModel
+from .plans import plan_of
 from .remedies import Change, Variant, changes, compose
 from .target import find_job
 from .words import describe, dominant
@@ -247,7 +248,7 @@ def explain(
 
     target = find_job(instance, job)
     options = options or SolveOptions(time_limit=RESOLVE_SECONDS, quiet=True)
-    plan = plan or search.plan_of(instance, engine, options)
+    plan = plan or plan_of(instance, engine, options)
     decision = plan.job(target.key)
     status = decision.status if decision is not None else PENDING
     reason = decision.reason if decision is not None else ""
@@ -302,7 +303,7 @@ def explain(
     variant = out.variant
     if check and variant is not None:
         changed = variant(instance)
-        after = search.plan_of(changed, engine, options)
+        after = plan_of(changed, engine, options)
         out.admitted_after = _admitted(after, target.key, status)
         out.costs = _costs(instance, plan, after, target.key, out.changes)
         if not out.admitted_after:

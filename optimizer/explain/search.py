@@ -17,11 +17,6 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from models.instance import Instance
-
-from ..options import SolveOptions
-from ..plan import Plan
-from ..result import Status
 from .model import ExplainModel
 from .rules import KIND_COST, Rule
 
@@ -54,18 +49,6 @@ def _solver(seconds: float = SECONDS) -> cp_model.CpSolver:
     solver.parameters.num_workers = 1
     solver.parameters.random_seed = 0
     return solver
-
-
-def plan_of(instance: Instance, engine: str, options: SolveOptions) -> Plan:
-    """``engine``'s plan of ``instance``, for a question to be asked of; Ctrl-C during its
-    search ends the command (unlike ``vcopt solve``, which keeps the best plan so far): the
-    plan of a search cut short is not the one the user asked about."""
-    from ..solve import solve
-
-    plan = solve(instance, engine, options)
-    if plan.solver is not None and plan.solver.status == Status.INTERRUPTED:
-        raise KeyboardInterrupt
-    return plan
 
 
 def _solve(em: ExplainModel, solver: cp_model.CpSolver) -> int:
