@@ -98,3 +98,12 @@ def test_greedy_plans_check_finds_the_recorded_plans_of_small_instances() -> Non
     result = _run("greedy_plans.py", "--check", "--cases", cases)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.count("same plan, same reasons") == 6
+
+
+def test_time_limit_runs_the_command_on_shape_s() -> None:
+    """One S case through the installed ``vcopt`` command: a table row for it, exit 0."""
+    result = _run("time_limit.py", "--cases", "S:2")
+    assert result.returncode == 0, result.stderr
+    (row,) = [c for c in _cells(result.stdout) if c[0] == "S"]
+    assert row[1] == "2"
+    assert row[5] == "0"

@@ -16,7 +16,7 @@ from explain_cases import selector_case
 
 from optimizer import solve as solving
 from optimizer.budget import Budget
-from optimizer.explain import explain, plans, search
+from optimizer.explain import explain, search
 from optimizer.explain.model import ExplainModel
 from optimizer.options import SolveOptions
 from optimizer.result import Status
@@ -48,7 +48,7 @@ def _stopped(real):
 
 
 def test_explain_ends_when_its_plan_search_was_stopped(monkeypatch):
-    monkeypatch.setattr(plans, "solve", _stopped(solving.solve))
+    monkeypatch.setattr(solving, "solve", _stopped(solving.solve))
     with pytest.raises(KeyboardInterrupt):
         explain(selector_case(), "want", "cpsat", options=OPTIONS)
 
