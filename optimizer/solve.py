@@ -47,7 +47,7 @@ def _reserve(instance: Instance, greedy: Plan, limit: float) -> float:
     pending = any(d.status == PENDING for d in greedy.jobs)
     if not pending or len(instance.nodes) > MAX_NODES:
         return report
-    return report + min(REASON_SHARE * limit, REASON_SECONDS)
+    return report + min(REASON_SECONDS, REASON_SHARE * limit)
 
 
 def annotated(

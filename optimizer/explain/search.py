@@ -106,14 +106,14 @@ def blocking_core(
     (empty when they fit, when nothing the model can lift is to blame, or when the first
     solve finds no proof within ``first`` seconds); made minimal by deletion within
     ``seconds``, no trial solve running past them."""
-
-    def left() -> float:
-        return min(SECONDS, max(deadline - time.perf_counter(), 0.001))
-
     by_index = {r.keep.index: r for r in em.rules.values()}
     held = [r.keep for r in em.rules.values() if r.key not in lifted]
     status, solver = _status(em, held, first)
     deadline = time.perf_counter() + seconds
+
+    def left() -> float:
+        return min(SECONDS, max(deadline - time.perf_counter(), 0.001))
+
     if status != cp_model.INFEASIBLE:
         return Core([], status in (cp_model.OPTIMAL, cp_model.FEASIBLE))
     core = [by_index[i] for i in solver.sufficient_assumptions_for_infeasibility()]
