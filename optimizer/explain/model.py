@@ -5,9 +5,9 @@ what would let it, this model (made and solved as the engine's is, ``cpsat.solvi
 every other decision of the plan fixed (``leftover.py``) and places only the explained jobs'
 pending pods: integer counts per (task, node), per-device counts for GPU containers, the
 gang, the hard topology tier, the queue limits along the ancestor chain, the static node
-rules (selectors, taints, TDM zones, GPU filters). Each rule
-instance is enforced by its own literal (``rules.py``), so the solver can prove which sets
-of rules block the job (assumptions) and find the cheapest set to lift (a weighted search).
+rules (selectors, taints, TDM zones, GPU filters). Each rule instance is enforced by its own
+literal (``rules.py``), so the solver can prove which sets of rules block the job
+(assumptions) and find the cheapest set to lift (a weighted search).
 
 Three kinds of room can be *added* when their literal is given up: nodes like an existing
 one in each HyperNode leaf (``node-capacity``), the running preemptable pods of another job
