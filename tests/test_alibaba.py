@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from benchmarks.alibaba import batches, policies, replay, state, trace
+from benchmarks.alibaba import batches, policies, probe, replay, state, trace
 from models.load import from_dict
 from optimizer import trace_import as ti
 from optimizer.options import SolveOptions
@@ -296,6 +296,31 @@ def test_fgd_lookahead_is_fgd_on_a_copy_and_its_plan_verifies():
     assert builder.choices(instance, plan, batch) == choices
 
 
+def test_neighbourhood_counts_node_states_and_takes_copies_of_each():
+    """Five idle 2-GPU G2 nodes, a 500-share placed on device 0 of n3 and of n4: two node
+    states, idle (n0–n2) and half-used (n3, n4). For a batch of 300-shares the neighbourhood
+    offers ``per_shape`` states with ``copies`` nodes of each: one state × 2 copies is two
+    alike nodes, FGD's first choice among them; two states × 1 copy is one node of each;
+    asking for more states or copies than there are gives what there is."""
+    nodes = [ti.TraceNode(f"n{i}", 64_000, 262_144, 2, "G2") for i in range(5)]
+    share = task("s", milli=300)
+    typ = trace.typical_tasks([share, task("h", milli=500)], ("G2",))
+    online = replay.new_state(nodes, typ, [0, 1, 2, 3, 4], 0)
+    for n in (3, 4):
+        online.cluster.place(n, task(f"h{n}", milli=500), (0,))
+        online.classes.update(online.cluster, n)
+    of = online.classes.of_node
+    assert len({int(of[n]) for n in range(3)}) == 1 and of[3] == of[4] != of[0]
+    fgd = policies.Fgd()
+    batch = [share, task("s2", milli=300)]
+    first = fgd(online, share, np.flatnonzero(online.cluster.feasible(share)))[0]
+    one = batches.neighbourhood(online, batch, 1, fgd, copies=2)
+    assert len(one) == 2 and len({int(of[n]) for n in one}) == 1 and first in one
+    two = batches.neighbourhood(online, batch, 2, fgd, copies=1)
+    assert len(two) == 2 and {int(of[n]) for n in two} == {int(of[0]), int(of[3])}
+    assert batches.neighbourhood(online, batch, 3, fgd, copies=5) == [0, 1, 2, 3, 4]
+
+
 def test_import_trace_loads_and_books_shares_as_hami_percentages():
     """A slice (one node per shape: 15 nodes) of gpuspec33. Every job is one pod; a share of
     m milli asks ``gpumem-percentage`` = ``gpucores`` = m/10, which HAMi books as ⌊memory ×
@@ -422,3 +447,22 @@ def test_volcano_fast_path_makes_the_greedy_engines_choices_on_the_slice():
         placed += 1
     print(f"{placed} placed, {ties} with tied top scores")
     assert placed and ties < placed
+
+
+@needs_data
+def test_probe_puts_batches_from_fgds_states_to_the_engine_on_the_slice():
+    """Two probes on the 15-node slice: one row per point, in order; FGD's choices are the
+    engine's start plan, so the engine places at least as much GPU as FGD in every batch,
+    and the table's total counts the batches it improved."""
+    nodes = ti.shape_sample(ti.read_nodes(DATA / "openb_node_list_gpu_node.csv"), 1)
+    tasks = ti.read_tasks(DATA / "openb_pod_list_default.csv")
+    batch = replay.BatchOptions(8, 3.0, 1, 42)
+    rows = probe.probe(nodes, tasks, 42, [40, 16], batch, {})
+    assert [r.at for r in rows] == [16, 40]
+    for r in rows:
+        assert 0 < r.nodes <= len(nodes) and r.status in ("OPTIMAL", "FEASIBLE")
+        assert r.allocated_engine >= r.allocated_fgd > 0
+    improved = sum(1 for r in rows if r.gain > 0)
+    assert probe.table(rows).endswith(
+        f"improved {improved} of 2 batches; F saved in all: {sum(r.gain for r in rows):,.1f} milli"
+    )

@@ -86,6 +86,7 @@ def run(args: argparse.Namespace, policy: str, seed: int) -> dict[str, Any]:
         workers=args.workers,
         seed=seed,
         per_shape=args.per_shape,
+        copies=args.copies,
     )
     report = None
     if args.progress:
@@ -110,6 +111,7 @@ def run(args: argparse.Namespace, policy: str, seed: int) -> dict[str, Any]:
         row["batch"] = args.batch
         row["time_limit"] = args.time_limit
         row["per_shape"] = args.per_shape
+        row["copies"] = args.copies
         row["workers"] = args.workers
         row["solver"] = {
             status: sum(1 for s in stats if s["status"] == status)
@@ -139,8 +141,10 @@ def main(argv: list[str] | None = None) -> int:
         "--per-shape",
         type=int,
         default=8,
-        help="cpsat-batch: nodes per task shape in a batch's instance (0: every feasible node)",
+        help="cpsat-batch: node states per task shape in a batch's instance (0: every feasible "
+        "node)",
     )
+    p.add_argument("--copies", type=int, default=2, help="cpsat-batch: nodes of each such state")
     p.add_argument("--workers", type=int, default=2, help="cpsat-batch: CP-SAT workers")
     p.add_argument("--data", type=Path, default=DATA, help="folder of the trace CSVs")
     p.add_argument(

@@ -181,11 +181,16 @@ def fgd_lookahead(state: Online, batch: Sequence[TraceTask], fgd: Fgd) -> list[C
     return out
 
 
-def neighbourhood(state: Online, batch: Sequence[TraceTask], per_shape: int, fgd: Fgd) -> list[int]:
+def neighbourhood(
+    state: Online, batch: Sequence[TraceTask], per_shape: int, fgd: Fgd, copies: int = 2
+) -> list[int]:
     """The nodes a batch is solved over: for each task shape of the batch, the ``per_shape``
-    feasible nodes where one such task grows FGD's fragmentation least in the state before
-    the batch (ties to the lower permuted name), joined. The engine then decides among them;
-    FGD's own first choice for every task is always among them."""
+    node *states* (nodes alike in model, free CPU and free milli per device) where one such
+    task grows FGD's fragmentation least in the state before the batch, ``copies`` nodes of
+    each (ties to the lower permuted name), joined. Alike nodes are one choice for a single
+    task, so counting states, not nodes, offers the engine ``per_shape`` different choices;
+    the copies let it stack tasks of the batch without using up a state. FGD's own first
+    choice for every task is always among them."""
     chosen: set[int] = set()
     seen: set[tuple[int, int, int, tuple[str, ...]]] = set()
     classes = state.classes
@@ -197,9 +202,19 @@ def neighbourhood(state: Online, batch: Sequence[TraceTask], per_shape: int, fgd
         feasible = np.flatnonzero(state.cluster.feasible(task))
         if not feasible.size:
             continue
-        _, deltas, _ = fgd.evaluate(classes, classes.of_node[feasible], task)
-        order = np.lexsort((state.rank[feasible], deltas[classes.of_node[feasible]]))
-        chosen.update(feasible[order[:per_shape]].tolist())
+        ids = classes.of_node[feasible]
+        _, deltas, _ = fgd.evaluate(classes, ids, task)
+        order = np.lexsort((state.rank[feasible], deltas[ids]))
+        taken: dict[int, int] = {}
+        for j in order.tolist():
+            cid = int(ids[j])
+            if cid not in taken and len(taken) == per_shape:
+                continue
+            if taken.get(cid, 0) < copies:
+                taken[cid] = taken.get(cid, 0) + 1
+                chosen.add(int(feasible[j]))
+            if len(taken) == per_shape and all(k == copies for k in taken.values()):
+                break
     return sorted(chosen)
 
 

@@ -163,8 +163,10 @@ class BatchOptions:
     seed: int = 0
     engine: str = "cpsat"
     per_shape: int = 8
-    """Nodes per task shape of the batch that the batch's instance holds (``neighbourhood``);
-    0: every node some task fits on."""
+    """Node states per task shape of the batch that the batch's instance holds
+    (``neighbourhood``); 0: every node some task fits on."""
+    copies: int = 2
+    """Nodes of each such state."""
 
 
 REPLAY_WEIGHTS = {"fairness": 0, "topology": 0, "fragmentation": 1, "packing": 0}
@@ -233,6 +235,7 @@ def run_batched(
     arrival: float = 0.0,
     progress: Callable[[dict[str, Any]], None] | None = None,
     per_shape: int = 0,
+    copies: int = 2,
 ) -> RunResult:
     """Arrivals in batches of ``size``; each batch is one ``vcopt solve`` of the current
     state, placed at once and never revisited, started from FGD's choices for the batch
@@ -251,7 +254,7 @@ def run_batched(
         lookahead = fgd_lookahead(state, batch, fgd)
         open_nodes = None
         if per_shape:
-            near = set(neighbourhood(state, batch, per_shape, fgd))
+            near = set(neighbourhood(state, batch, per_shape, fgd, copies))
             open_nodes = sorted(near | {c[0] for c in lookahead if c is not None})
         instance = builder.instance(state.cluster, batch, open_nodes)
         batch_options = replace(options, start=builder.plan(instance, batch, lookahead))
@@ -276,6 +279,21 @@ def run_batched(
     cluster = state.cluster
     assert (cluster.cpu >= 0).all() and (cluster.mem >= 0).all() and (cluster.gpus >= 0).all()
     return log.result(name, seed, arrival, start, {"batches": stats})
+
+
+def engine_options(tasks: Sequence[TraceTask], batch: BatchOptions) -> SolveOptions:
+    """The options each batch's ``vcopt solve`` runs with (typical mix from ``tasks``, the
+    original list)."""
+    return SolveOptions(
+        time_limit=batch.time_limit,
+        workers=batch.workers,
+        seed=batch.seed,
+        weights=REPLAY_WEIGHTS,
+        objective=REPLAY_OBJECTIVE,
+        strategy=REPLAY_STRATEGY,
+        typical_mix=engine_mix(tasks),
+        quiet=True,
+    )
 
 
 ONLINE_POLICIES = ("random", "dotprod", "bestfit", "fgd", "volcano")
@@ -304,19 +322,9 @@ def run_policy(
     typ = typical_tasks(tasks, cluster.models)
     if policy == "cpsat-batch":
         batch = batch or BatchOptions(seed=seed)
-        options = SolveOptions(
-            time_limit=batch.time_limit,
-            workers=batch.workers,
-            seed=batch.seed,
-            weights=REPLAY_WEIGHTS,
-            objective=REPLAY_OBJECTIVE,
-            strategy=REPLAY_STRATEGY,
-            typical_mix=engine_mix(tasks),
-            quiet=True,
-        )
         result = run_batched(
-            policy, nodes, drawn.tasks, drawn.node_rank, typ, options, batch.size,
-            batch.engine, seed, arrival, progress, batch.per_shape,
+            policy, nodes, drawn.tasks, drawn.node_rank, typ, engine_options(tasks, batch),
+            batch.size, batch.engine, seed, arrival, progress, batch.per_shape, batch.copies,
         )  # fmt: skip
     else:
         chosen: Policy
