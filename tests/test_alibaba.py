@@ -321,6 +321,48 @@ def test_neighbourhood_counts_node_states_and_takes_copies_of_each():
     assert batches.neighbourhood(online, batch, 3, fgd, copies=5) == [0, 1, 2, 3, 4]
 
 
+def test_candidates_pin_each_task_to_its_shapes_nodes_and_fgds_choice():
+    """Five idle 2-GPU G2 nodes, a 500-share on device 0 of n3 and n4. A batch of two
+    300-shares, a 1-GPU task and a 2-GPU G3 task (no G3 node: it fits nowhere). With one state
+    × one copy per shape, each share may go to FGD's best node for a share and wherever FGD's
+    choices put shares; the 1-GPU task to FGD's best for it and its own choice; the G3 task
+    to nothing, so its job carries no pin while every other job's required node affinity names
+    its candidates."""
+    nodes = [ti.TraceNode(f"n{i}", 64_000, 262_144, 2, "G2") for i in range(5)]
+    share = task("s", milli=300)
+    typ = trace.typical_tasks([share, task("h", milli=500)], ("G2",))
+    online = replay.new_state(nodes, typ, [0, 1, 2, 3, 4], 0)
+    for n in (3, 4):
+        online.cluster.place(n, task(f"h{n}", milli=500), (0,))
+        online.classes.update(online.cluster, n)
+    fgd = policies.Fgd()
+    batch = [share, task("s2", milli=300), task("g", gpus=1),
+             ti.TraceTask("x", 1000, 1024, 2, 1000, ("G3",))]  # fmt: skip
+    lookahead = batches.fgd_lookahead(online, batch, fgd)
+    assert lookahead[3] is None
+    allowed = batches.candidates(online, batch, 1, fgd, 1, lookahead)
+    best_share = batches.shape_nodes(online, share, 1, fgd, 1)
+    assert allowed[0] == allowed[1] == sorted(set(best_share) | {lookahead[0][0], lookahead[1][0]})
+    assert set(allowed[2]) == set(batches.shape_nodes(online, batch[2], 1, fgd, 1)) | {
+        lookahead[2][0]
+    }
+    assert allowed[3] == []
+    builder = batches.BatchInstances(nodes)
+    instance = batches.batch_instance(builder, online, batch, lookahead, fgd, 1, 1, True)
+    assert {n.name for n in instance.nodes} == {f"n{i}" for a in allowed for i in a}
+    pending = {j.name: j.tasks[0] for j in instance.jobs if not j.name.startswith("held")}
+    for t, nodes_of in zip(batch, allowed, strict=True):
+        terms = pending[t.name].required_affinity
+        if not nodes_of:
+            assert terms == ()
+            continue
+        ((requirement,),) = [term.match_expressions for term in terms]
+        assert requirement.key == "kubernetes.io/hostname" and requirement.operator == "In"
+        assert sorted(requirement.values) == [f"n{i}" for i in nodes_of]
+    unpinned = batches.batch_instance(builder, online, batch, lookahead, fgd, 1, 1, False)
+    assert all(j.tasks[0].required_affinity == () for j in unpinned.jobs)
+
+
 def test_import_trace_loads_and_books_shares_as_hami_percentages():
     """A slice (one node per shape: 15 nodes) of gpuspec33. Every job is one pod; a share of
     m milli asks ``gpumem-percentage`` = ``gpucores`` = m/10, which HAMi books as ⌊memory ×

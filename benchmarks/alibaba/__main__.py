@@ -87,6 +87,7 @@ def run(args: argparse.Namespace, policy: str, seed: int) -> dict[str, Any]:
         seed=seed,
         per_shape=args.per_shape,
         copies=args.copies,
+        pin=not args.no_pin,
     )
     report = None
     if args.progress:
@@ -112,6 +113,7 @@ def run(args: argparse.Namespace, policy: str, seed: int) -> dict[str, Any]:
         row["time_limit"] = args.time_limit
         row["per_shape"] = args.per_shape
         row["copies"] = args.copies
+        row["pinned"] = not args.no_pin
         row["workers"] = args.workers
         row["solver"] = {
             status: sum(1 for s in stats if s["status"] == status)
@@ -145,6 +147,12 @@ def main(argv: list[str] | None = None) -> int:
         "node)",
     )
     p.add_argument("--copies", type=int, default=2, help="cpsat-batch: nodes of each such state")
+    p.add_argument(
+        "--no-pin",
+        action="store_true",
+        help="cpsat-batch: every task may use every node of its batch's instance, not only its "
+        "own shape's",
+    )
     p.add_argument("--workers", type=int, default=2, help="cpsat-batch: CP-SAT workers")
     p.add_argument("--data", type=Path, default=DATA, help="folder of the trace CSVs")
     p.add_argument(

@@ -22,6 +22,7 @@ from models.gpu import HAMI_COUNT
 from models.instance import Instance
 from models.load import from_dict
 from models.queues import DEFAULT_QUEUE
+from models.vocabulary import HOSTNAME_LABEL
 from models.workload import DeviceShare
 from optimizer.options import SolveOptions
 from optimizer.plan import Placement, Plan
@@ -74,11 +75,17 @@ class BatchInstances:
             self.booked[node, d] += share_memory(int(self.device_memory[node]), task)
 
     def document(
-        self, cluster: Cluster, batch: Sequence[TraceTask], open_nodes: Sequence[int] | None = None
+        self,
+        cluster: Cluster,
+        batch: Sequence[TraceTask],
+        open_nodes: Sequence[int] | None = None,
+        allowed: Sequence[Sequence[int]] | None = None,
     ) -> dict[str, Any]:
         """The instance of one batch: ``open_nodes``, by default the nodes some task of the
         batch fits on (by CPU, memory, GPU model and GPU capacity — a node none fits cannot
-        change the plan, nothing is evicted), their holders, and the batch."""
+        change the plan, nothing is evicted), their holders, and the batch; ``allowed`` (per
+        task, nodes among the open ones) becomes each task's required node affinity on
+        ``kubernetes.io/hostname``, as a user pins pods to nodes."""
         if open_nodes is None:
             fits = np.zeros(len(self.nodes), dtype=bool)
             for task in batch:
@@ -86,6 +93,10 @@ class BatchInstances:
             open_nodes = np.flatnonzero(fits).tolist()
         open_nodes = list(open_nodes) or [0]
         jobs = [self._holder(cluster, n) for n in open_nodes]
+        if allowed is None:
+            pending = [job_doc(t) for t in batch]
+        else:
+            pending = [self._pinned(t, a) for t, a in zip(batch, allowed, strict=True)]
         return {
             "apiVersion": API_VERSION,
             "kind": "Instance",
@@ -94,13 +105,31 @@ class BatchInstances:
             "scheduler": SCHEDULER_CONF,
             "nodes": [self.node_docs[n] for n in open_nodes],
             "queues": [{"name": DEFAULT_QUEUE}],
-            "jobs": [j for j in jobs if j is not None] + [job_doc(t) for t in batch],
+            "jobs": [j for j in jobs if j is not None] + pending,
         }
 
+    def _pinned(self, task: TraceTask, nodes: Sequence[int]) -> dict[str, Any]:
+        """The task's job, pinned to ``nodes``; a task with none fits no node of the cluster
+        (``shape_nodes`` is empty only then), so it needs no pin."""
+        doc = job_doc(task)
+        if not nodes:
+            return doc
+        names = [self.nodes[n].name for n in nodes]
+        term = {"matchExpressions": [{"key": HOSTNAME_LABEL, "operator": "In", "values": names}]}
+        doc["tasks"][0]["affinity"] = {
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [term]}}
+        }  # fmt: skip
+        return doc
+
     def instance(
-        self, cluster: Cluster, batch: Sequence[TraceTask], open_nodes: Sequence[int] | None = None
+        self,
+        cluster: Cluster,
+        batch: Sequence[TraceTask],
+        open_nodes: Sequence[int] | None = None,
+        allowed: Sequence[Sequence[int]] | None = None,
     ) -> Instance:
-        return from_dict(self.document(cluster, batch, open_nodes), "alibaba-batch")
+        return from_dict(self.document(cluster, batch, open_nodes, allowed), "alibaba-batch")
 
     def _holder(self, cluster: Cluster, n: int) -> dict[str, Any] | None:
         node = self.nodes[n]
@@ -181,41 +210,94 @@ def fgd_lookahead(state: Online, batch: Sequence[TraceTask], fgd: Fgd) -> list[C
     return out
 
 
+Shape = tuple[int, int, int, int, tuple[str, ...]]
+
+
+def shape_of(task: TraceTask) -> Shape:
+    """What the neighbourhood of a task depends on: CPU, memory, GPU count, milli per GPU,
+    models (tasks alike in all of them fit the same nodes)."""
+    return (task.cpu_milli, task.memory_mib, task.num_gpu, task.gpu_milli, task.models)
+
+
+def shape_nodes(state: Online, task: TraceTask, per_shape: int, fgd: Fgd, copies: int) -> list[int]:
+    """The ``per_shape`` node *states* (nodes alike in model, free CPU and free milli per
+    device) where one task of this shape grows FGD's fragmentation least in the state before
+    the batch, ``copies`` nodes of each (ties to the lower permuted name). Alike nodes are one
+    choice for a single task, so counting states, not nodes, offers the engine ``per_shape``
+    different choices; the copies let it stack tasks of the batch without using up a state."""
+    feasible = np.flatnonzero(state.cluster.feasible(task))
+    if not feasible.size:
+        return []
+    classes = state.classes
+    ids = classes.of_node[feasible]
+    _, deltas, _ = fgd.evaluate(classes, ids, task)
+    order = np.lexsort((state.rank[feasible], deltas[ids]))
+    chosen: list[int] = []
+    taken: dict[int, int] = {}
+    for j in order.tolist():
+        cid = int(ids[j])
+        if cid not in taken and len(taken) == per_shape:
+            continue
+        if taken.get(cid, 0) < copies:
+            taken[cid] = taken.get(cid, 0) + 1
+            chosen.append(int(feasible[j]))
+        if len(taken) == per_shape and all(k == copies for k in taken.values()):
+            break
+    return chosen
+
+
+def candidates(
+    state: Online,
+    batch: Sequence[TraceTask],
+    per_shape: int,
+    fgd: Fgd,
+    copies: int,
+    lookahead: Sequence[Choice | None],
+) -> list[list[int]]:
+    """Per task of the batch, the nodes it may go to: its shape's :func:`shape_nodes` and the
+    nodes FGD's choices for the batch (``lookahead``) give tasks of its shape, so the start
+    plan is always open to the engine and alike tasks stay interchangeable."""
+    near: dict[Shape, set[int]] = {}
+    for task, choice in zip(batch, lookahead, strict=True):
+        key = shape_of(task)
+        if key not in near:
+            near[key] = set(shape_nodes(state, task, per_shape, fgd, copies))
+        if choice is not None:
+            near[key].add(choice[0])
+    return [sorted(near[shape_of(task)]) for task in batch]
+
+
 def neighbourhood(
     state: Online, batch: Sequence[TraceTask], per_shape: int, fgd: Fgd, copies: int = 2
 ) -> list[int]:
-    """The nodes a batch is solved over: for each task shape of the batch, the ``per_shape``
-    node *states* (nodes alike in model, free CPU and free milli per device) where one such
-    task grows FGD's fragmentation least in the state before the batch, ``copies`` nodes of
-    each (ties to the lower permuted name), joined. Alike nodes are one choice for a single
-    task, so counting states, not nodes, offers the engine ``per_shape`` different choices;
-    the copies let it stack tasks of the batch without using up a state. FGD's own first
-    choice for every task is always among them."""
+    """The nodes of every task shape of the batch (:func:`shape_nodes`), joined."""
     chosen: set[int] = set()
-    seen: set[tuple[int, int, int, tuple[str, ...]]] = set()
-    classes = state.classes
+    seen: set[Shape] = set()
     for task in batch:
-        key = (task.cpu_milli, task.num_gpu, task.gpu_milli, task.models)
-        if key in seen:
-            continue
-        seen.add(key)
-        feasible = np.flatnonzero(state.cluster.feasible(task))
-        if not feasible.size:
-            continue
-        ids = classes.of_node[feasible]
-        _, deltas, _ = fgd.evaluate(classes, ids, task)
-        order = np.lexsort((state.rank[feasible], deltas[ids]))
-        taken: dict[int, int] = {}
-        for j in order.tolist():
-            cid = int(ids[j])
-            if cid not in taken and len(taken) == per_shape:
-                continue
-            if taken.get(cid, 0) < copies:
-                taken[cid] = taken.get(cid, 0) + 1
-                chosen.add(int(feasible[j]))
-            if len(taken) == per_shape and all(k == copies for k in taken.values()):
-                break
+        if shape_of(task) not in seen:
+            seen.add(shape_of(task))
+            chosen.update(shape_nodes(state, task, per_shape, fgd, copies))
     return sorted(chosen)
+
+
+def batch_instance(
+    builder: BatchInstances,
+    state: Online,
+    batch: Sequence[TraceTask],
+    lookahead: Sequence[Choice | None],
+    fgd: Fgd,
+    per_shape: int,
+    copies: int,
+    pin: bool,
+) -> Instance:
+    """The instance a replay puts a batch in: every feasible node when ``per_shape`` is 0,
+    else the nodes of the batch's :func:`candidates`, each task pinned to its own when
+    ``pin``."""
+    if not per_shape:
+        return builder.instance(state.cluster, batch)
+    allowed = candidates(state, batch, per_shape, fgd, copies, lookahead)
+    open_nodes = sorted({n for nodes in allowed for n in nodes})
+    return builder.instance(state.cluster, batch, open_nodes, allowed if pin else None)
 
 
 def solve_batch(

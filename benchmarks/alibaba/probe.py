@@ -30,7 +30,7 @@ from optimizer import trace_import as ti
 from optimizer.solve import solve
 
 from .__main__ import DATA
-from .batches import BatchInstances, fgd_lookahead, neighbourhood
+from .batches import BatchInstances, batch_instance, fgd_lookahead
 from .policies import Choice, Fgd, Online
 from .replay import BatchOptions, engine_options, new_state
 from .state import Cluster
@@ -98,9 +98,9 @@ def probe(
         done = at
         tasks_of = drawn.tasks[at : at + batch.size]
         lookahead = fgd_lookahead(state, tasks_of, fgd)
-        near = neighbourhood(state, tasks_of, batch.per_shape, fgd, batch.copies)
-        open_nodes = sorted(set(near) | {c[0] for c in lookahead if c is not None})
-        instance = builder.instance(state.cluster, tasks_of, open_nodes)
+        instance = batch_instance(
+            builder, state, tasks_of, lookahead, fgd, batch.per_shape, batch.copies, batch.pin
+        )
         began = time.perf_counter()
         plan = solve(
             instance,
@@ -113,7 +113,8 @@ def probe(
             frag_after(state, tasks_of, c) for c in (lookahead, engine)
         )
         status = plan.solver.status.value if plan.solver else "greedy"
-        out.append(Probe(at, len(open_nodes), a_fgd, a_engine, f_fgd, f_engine, status, seconds))
+        nodes_in = len(instance.nodes)
+        out.append(Probe(at, nodes_in, a_fgd, a_engine, f_fgd, f_engine, status, seconds))
     return out
 
 
@@ -155,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--time-limit", type=float, default=5.0)
     p.add_argument("--per-shape", type=int, default=8)
     p.add_argument("--copies", type=int, default=2)
+    p.add_argument("--no-pin", action="store_true", help="tasks not pinned to their shape's nodes")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument(
         "--param",
@@ -179,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         args.seed,
         per_shape=args.per_shape,
         copies=args.copies,
+        pin=not args.no_pin,
     )
     rows = probe(nodes, tasks, args.seed, points, batch, dict(args.param))
     print(table(rows))

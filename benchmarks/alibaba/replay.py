@@ -18,7 +18,7 @@ from optimizer.result import Status
 from optimizer.solve import solve
 from optimizer.trace_import import MILLI, TraceNode, TraceTask, capacity_milli, draw
 
-from .batches import BatchInstances, fgd_lookahead, neighbourhood
+from .batches import BatchInstances, batch_instance, fgd_lookahead
 from .policies import Choice, Fgd, Online, Policy, VolcanoDefault, bestfit, dotprod, random_policy
 from .state import Cluster, NodeClasses
 from .trace import Typical, engine_mix, typical_tasks
@@ -167,6 +167,9 @@ class BatchOptions:
     (``neighbourhood``); 0: every node some task fits on."""
     copies: int = 2
     """Nodes of each such state."""
+    pin: bool = True
+    """Each task may go only to its own shape's nodes (a required node affinity in the
+    batch's instance); otherwise to every node of the batch's instance."""
 
 
 REPLAY_WEIGHTS = {"fairness": 0, "topology": 0, "fragmentation": 1, "packing": 0}
@@ -236,6 +239,7 @@ def run_batched(
     progress: Callable[[dict[str, Any]], None] | None = None,
     per_shape: int = 0,
     copies: int = 2,
+    pin: bool = True,
 ) -> RunResult:
     """Arrivals in batches of ``size``; each batch is one ``vcopt solve`` of the current
     state, placed at once and never revisited, started from FGD's choices for the batch
@@ -252,11 +256,7 @@ def run_batched(
         batch = sequence[first : first + size]
         began = time.perf_counter()
         lookahead = fgd_lookahead(state, batch, fgd)
-        open_nodes = None
-        if per_shape:
-            near = set(neighbourhood(state, batch, per_shape, fgd, copies))
-            open_nodes = sorted(near | {c[0] for c in lookahead if c is not None})
-        instance = builder.instance(state.cluster, batch, open_nodes)
+        instance = batch_instance(builder, state, batch, lookahead, fgd, per_shape, copies, pin)
         batch_options = replace(options, start=builder.plan(instance, batch, lookahead))
         solved = solve_apart(builder, instance, batch, engine, batch_options)
         choices, status, kept = solved or (lookahead, "CRASHED", True)
@@ -325,6 +325,7 @@ def run_policy(
         result = run_batched(
             policy, nodes, drawn.tasks, drawn.node_rank, typ, engine_options(tasks, batch),
             batch.size, batch.engine, seed, arrival, progress, batch.per_shape, batch.copies,
+            batch.pin,
         )  # fmt: skip
     else:
         chosen: Policy

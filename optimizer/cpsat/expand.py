@@ -17,7 +17,7 @@ own and try again (or drop the jobs that did not fit when no time is left).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from models.gpu import GpuDevice, GpuRequest, exclusive_on
@@ -141,6 +141,23 @@ def _pods_per_class(v: Variables, values: Values) -> dict[int, list[tuple[Group,
     return out
 
 
+Quotas = dict[int, dict[tuple[int, int, int], int]]
+"""Per one-node class, (group, container, device class) → the device uses the solution gives
+it there and the plan has not yet taken."""
+
+
+def _device_quotas(v: Variables, values: Values) -> Quotas:
+    """The solution's device uses on one-node classes, where each device class is devices of
+    that one node: the plan takes those devices first, so that what the model decided per
+    device (which shares stack on which device: the fragmentation stage values exactly that)
+    is what the plan does. On a larger class the uses are the class's total, not per node."""
+    out: Quotas = {}
+    for (g, k, c, dc), var in v.use.items():
+        if v.data.classes[c].size == 1 and (n := values[var.index]) > 0:
+            out.setdefault(c, {})[g, k, dc] = n
+    return out
+
+
 def _bundled_units(v: Variables, values: Values) -> set[int]:
     """Units the solution keeps on one node (topology level 0 chosen)."""
     return {u for (u, level), var in v.within.items() if level == 0 and values[var.index]}
@@ -159,6 +176,7 @@ def expand(v: Variables, values: Values) -> Expansion:
     bundled = _bundled_units(v, values)
     pinned = _pinned_nodes(data, bundled)
     caps = node_caps(data)
+    quotas = _device_quotas(v, values)
     held: dict[tuple[int, int], int] = {}
     """(node, capped group) → its pods placed there."""
     unplaced: list[tuple[int, list[tuple[Group, str]]]] = []
@@ -177,7 +195,7 @@ def expand(v: Variables, values: Values) -> Expansion:
             unit = item[0][0].unit
             candidates = [pinned[unit]] if unit in pinned else cls.nodes
             candidates = [n for n in candidates if _within_caps(item, n, caps, held)]
-            placed = _place_item(data, c, [states[n] for n in candidates], item)
+            placed = _place_item(data, c, [states[n] for n in candidates], item, quotas)
             if placed is None:
                 unplaced.append((c, item))
                 continue
@@ -258,25 +276,40 @@ def _pinned_nodes(data: Compiled, bundled: set[int]) -> dict[int, int]:
 
 
 def _place_item(
-    data: Compiled, c: int, nodes: Sequence[_Node], item: Sequence[tuple[Group, str]]
+    data: Compiled,
+    c: int,
+    nodes: Sequence[_Node],
+    item: Sequence[tuple[Group, str]],
+    quotas: Quotas | None = None,
 ) -> list[Placement] | None:
-    """Place all pods of ``item`` on the first node that takes them all; commit it there."""
+    """Place all pods of ``item`` on the first node that takes them all; commit it there (and
+    the device uses it took from the class's ``quotas``)."""
     for node in nodes:
         trial = node.copy()
+        left = dict((quotas or {}).get(c, {}))
         placements = []
         for g, key in item:
-            shares = _fit_pod(data, c, trial, g)
+            shares = _fit_pod(data, c, trial, g, left)
             if shares is None:
                 break
             placements.append(Placement(key, data.nodes[node.index].name, tuple(shares)))
         else:
             node.free, node.pods, node.devices = trial.free, trial.pods, trial.devices
+            if left and quotas is not None:
+                quotas[c] = left
             return placements
     return None
 
 
-def _fit_pod(data: Compiled, c: int, node: _Node, g: Group) -> list[DeviceShare] | None:
-    """Take the pod's resources and devices from ``node`` (a trial copy), or None."""
+def _fit_pod(
+    data: Compiled,
+    c: int,
+    node: _Node,
+    g: Group,
+    left: dict[tuple[int, int, int], int] | None = None,
+) -> list[DeviceShare] | None:
+    """Take the pod's resources and devices from ``node`` (a trial copy), or None; devices of
+    the device classes the solution's uses still ``left`` to the container come first."""
     if node.pods < 1:
         return None
     if any(amount > node.free.get(r, 0) for r, amount in g.request.items() if amount > 0):
@@ -288,12 +321,19 @@ def _fit_pod(data: Compiled, c: int, node: _Node, g: Group) -> list[DeviceShare]
     cls = data.classes[c]
     for k, request in enumerate(g.gpus_on(c)):
         allowed = []
+        class_of: dict[int, int] = {}
         for dc, whole in g.where.containers[c][k]:
-            allowed += [(d, whole) for d in cls.devices[dc].members[node.position]]
-        chosen = _choose_devices(node, request, allowed, g.numa_bind)
+            for d in cls.devices[dc].members[node.position]:
+                allowed.append((d, whole))
+                class_of[d] = dc
+        quota = left or {}
+        wanted = {d for d, dc in class_of.items() if quota.get((g.index, k, dc), 0) > 0}
+        chosen = _choose_devices(node, request, allowed, g.numa_bind, wanted)
         if chosen is None:
             return None
         for d in chosen:
+            if d in wanted:
+                quota[g.index, k, class_of[d]] -= 1
             dev = node.devices[d]
             memory = request.memory_on(dev.device.memory)
             dev.add(memory, request.booked_cores)
@@ -304,10 +344,15 @@ def _fit_pod(data: Compiled, c: int, node: _Node, g: Group) -> list[DeviceShare]
 
 
 def _choose_devices(
-    node: _Node, request: GpuRequest, allowed: Sequence[tuple[int, bool]], numa_bind: bool
+    node: _Node,
+    request: GpuRequest,
+    allowed: Sequence[tuple[int, bool]],
+    numa_bind: bool,
+    wanted: Collection[int] = (),
 ) -> list[int] | None:
-    """``nums`` distinct devices for one container, fullest first (on one NUMA node when the
-    pod is NUMA-bound); a container taking a device whole needs one with no share."""
+    """``nums`` distinct devices for one container, ``wanted`` ones first, then fullest first
+    (on one NUMA node when the pod is NUMA-bound); a container taking a device whole needs one
+    with no share."""
     fits = []
     for d, whole in allowed:
         dev = node.devices[d]
@@ -315,7 +360,7 @@ def _choose_devices(
             continue
         if dev.accepts(request.memory_on(dev.device.memory), request.booked_cores):
             fits.append(d)
-    fits.sort(key=lambda d: (-node.devices[d].slots, not node.devices[d].held, d))
+    fits.sort(key=lambda d: (d not in wanted, -node.devices[d].slots, not node.devices[d].held, d))
     if not numa_bind or request.nums < 2:
         return fits[: request.nums] if len(fits) >= request.nums else None
     per_numa: dict[int, list[int]] = {}

@@ -14,9 +14,11 @@ so it sees which shares stack on which device, which a per-pod Δ against the sn
 
 Which tasks "fit the node" is read on the snapshot, with one correction: a new pod's CPU can
 make a one-GPU typical task stop fitting, and then its usable milli becomes fragment too
-(a literal per CPU threshold and a term per task, exact at every solution). Multi-GPU typical
-tasks are read on the snapshot (whether the node still has enough free devices for them after
-the plan is not seen), as is CPU for them.
+(a literal per CPU threshold and a term per task, one-sided: the objective keeps them tight,
+so the search may overstate the loss, never understate it, and a solution read back through
+the derivations is exact; two-sided, the search found less in the same seconds). Multi-GPU
+typical tasks are read on the snapshot (whether the node still has enough free devices for
+them after the plan is not seen), as is CPU for them.
 
 The stage needs devices one by one: with a mix, every node with devices is a class of its own
 and every device a device class of its own (``data.compile_instance``); nodes without devices
@@ -29,12 +31,15 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import lru_cache
+from math import floor
 from typing import TYPE_CHECKING
 
 from models.gpu import GpuDevice
 
 from ..plan import Placement
+from .classes import DeviceClass
 from .constraints import gpu_users
 from .fragmentation import MILLI, SCALE, TypicalTask, device_free
 from .variables import Expr, Linear, Values, lsum, per_node_limit, wsum
@@ -144,16 +149,22 @@ def curve_of(mix: Sequence[TypicalTask], fitting: Sequence[bool], device_type: s
     return Curve(tuple(starts), tuple(coefs))
 
 
-def _holdings_milli(data: Compiled, c: int, dc: int) -> list[tuple[int, int]]:
-    """(eviction group, milli per pod) of the evictable shares on device class ``dc``."""
+def _holdings_share(data: Compiled, c: int, dc: int) -> list[tuple[int, int, int, int]]:
+    """(eviction group, milli, memory, cores per pod) of the evictable shares on device
+    class ``dc``."""
     device = data.classes[c].devices[dc].device
     out = []
     for eg in data.classes[c].evict_groups:
         held = [(mem, cor) for d, mem, cor in data.evict_groups[eg].holdings if d == dc]
         if held:
             memory, cores = sum(a for a, _ in held), sum(b for _, b in held)
-            out.append((eg, share_milli_on(device, memory, cores)))
+            out.append((eg, share_milli_on(device, memory, cores), memory, cores))
     return out
+
+
+def _holdings_milli(data: Compiled, c: int, dc: int) -> list[tuple[int, int]]:
+    """(eviction group, milli per pod) of the evictable shares on device class ``dc``."""
+    return [(eg, milli) for eg, milli, _, _ in _holdings_share(data, c, dc)]
 
 
 def _evictable_cpu(data: Compiled, c: int) -> list[tuple[int, int]]:
@@ -204,22 +215,53 @@ def _node(data: Compiled, c: int) -> NodeTerms:
 # -- the model side --------------------------------------------------------------------------
 
 
-def _device_load(v: Variables, data: Compiled, d: Device) -> tuple[Expr, list[tuple[int, int]]]:
-    """(the milli new shares and kept evictable shares take, (milli, most uses) per user)."""
-    device = data.classes[d.cls].devices[d.dc].device
+def _device_load(
+    v: Variables, data: Compiled, d: Device
+) -> tuple[Expr, list[tuple[int, int]], int]:
+    """(the milli new shares and kept evictable shares take, (milli, most uses) per user,
+    the most milli they can take together within the device's cores and memory)."""
+    dc = data.classes[d.cls].devices[d.dc]
+    device = dc.device
     terms: list[tuple[int, Expr]] = []
     users: list[tuple[int, int]] = []
+    shares: list[tuple[int, int, int]] = []
+    whole_user = False
     for g, k, whole, uses, bound in gpu_users(v, d.cls, d.dc):
         request = data.groups[g].gpus[k]
-        milli = d.base if whole else share_milli_on(
-            device, request.memory_on(device.memory), request.booked_cores
-        )  # fmt: skip
+        memory, cores = request.memory_on(device.memory), request.booked_cores
+        milli = d.base if whole else share_milli_on(device, memory, cores)
         terms.append((milli, uses))
         users.append((milli, bound))
-    for eg, milli in _holdings_milli(data, d.cls, d.dc):
+        if whole:
+            whole_user = True
+        else:
+            shares.append((milli, cores, memory))
+    for eg, milli, memory, cores in _holdings_share(data, d.cls, d.dc):
         terms.append((milli, v.kept(eg)))
         users.append((milli, data.evict_groups[eg].size))
-    return wsum(terms), users
+        shares.append((milli, cores, memory))
+    most = sum(milli * bound for milli, bound in users)
+    bound = share_load_bound(dc, shares)
+    if bound is not None:
+        most = min(most, max(d.base if whole_user else 0, bound))
+    return wsum(terms), users, most
+
+
+def share_load_bound(dc: DeviceClass, shares: Sequence[tuple[int, int, int]]) -> int | None:
+    """The most milli shares (milli, cores, memory each) can take of a device of ``dc`` while
+    their cores and memory fit what it has free (``gpu_capacity``): by either resource, at
+    most its free amount times the largest milli per unit of it. A share's milli is the
+    larger of its two fractions, rounded, so Σ milli can exceed the device's free milli only
+    through that rounding or through shares heavier in one resource than the free milli's
+    own balance; without the bound every device with several possible shares would carry a
+    negative step whose width weakens the model."""
+    bounds = []
+    capacity = ((1, dc.device.cores, dc.free_cores), (2, dc.device.memory, dc.free_memory))
+    for resource, total, free in capacity:
+        if shares and total > 0 and all(share[resource] > 0 for share in shares):
+            ratio = max(Fraction(share[0], share[resource]) for share in shares)
+            bounds.append(floor(ratio * max(free, 0)))
+    return min(bounds, default=None)
 
 
 def reachable(base: int, users: Sequence[tuple[int, int]]) -> tuple[set[int], bool]:
@@ -242,13 +284,14 @@ def reachable(base: int, users: Sequence[tuple[int, int]]) -> tuple[set[int], bo
 
 
 def _write_device(v: Variables, data: Compiled, d: Device) -> None:
-    load, users = _device_load(v, data, d)
+    load, users, most = _device_load(v, data, d)
     values, over = reachable(d.base, users)
+    lowest = d.base - most
+    over = over and lowest < 0
     if len(values) < 2 and not over:
         return
     free = d.base - load
     linear = Linear(free)
-    lowest = d.base - sum(milli * most for milli, most in users)
     steps = [
         (first, last, coef)
         for first, last, coef in d.curve.intervals(lowest if over else 0, d.base)
@@ -289,8 +332,10 @@ def _in_step(free: Linear, first: int, last: int, inside: int | None) -> Callabl
 
 
 def _write_risks(v: Variables, data: Compiled, node: NodeTerms) -> list[tuple[int, Expr]]:
-    """The CPU correction of one node: per threshold a literal "free CPU stays ≥ it", per
-    risky shape the usable milli lost when it does not."""
+    """The CPU correction of one node: per threshold a literal that implies "free CPU stays ≥
+    it", per risky shape a term bounded below by the usable milli lost unless the literal
+    holds (both one-sided: maximising the stage sets the literal where it can hold and the
+    term at its bound)."""
     new = [(data.groups[g].request.get("cpu", 0), v.count[g, node.cls])
            for g in data.groups_on[node.cls]]  # fmt: skip
     used = wsum(new + [(cpu, v.kept(eg)) for eg, cpu in _evictable_cpu(data, node.cls)])
@@ -303,7 +348,6 @@ def _write_risks(v: Variables, data: Compiled, node: NodeTerms) -> list[tuple[in
             room = node.cpu - risk.cpu
             keep = v.aux_bool(f"frag_cpu[{node.cls},{risk.cpu}]", _at_most(used_value, room))
             v.model.add(used <= room).only_enforce_if(keep)
-            v.model.add(used >= room + 1).only_enforce_if(~keep)
             keeps[risk.cpu] = keep
         keep = keeps[risk.cpu]
         key = (risk.milli, risk.types)
@@ -317,9 +361,7 @@ def _write_risks(v: Variables, data: Compiled, node: NodeTerms) -> list[tuple[in
         big = sum(max(d.base, 0) for d in node.devices if risk.allows(d.type))
         lost = v.aux_int(0, big, f"frag_lost[{node.cls},{risk.cpu},{risk.milli}]",
                          _lost(Linear(usable), Linear(keep)))  # fmt: skip
-        v.model.add(lost <= usable)
         v.model.add(lost >= usable - big * keep)
-        v.model.add(lost <= big - big * keep)
         terms.append((-risk.coef, lost))
     return terms
 

@@ -229,12 +229,14 @@ class CpsatModel(Solvable):
             status, interrupted = self.run(solver, _Callback(progress))
             result.statuses[name] = STATUS.get(status, Status.UNKNOWN)
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                # The solution read back through the derivations: auxiliaries the objective
+                # only bounds (frag_stage's CPU risks) may sit above their value in the raw one.
                 best = list(solver.response_proto.solution)
                 current = self.vars.complete({v.index: best[v.index] for v in self.vars.core()})
-                result.values = best
+                result.values = current
                 if position == 0:
                     result.bound = solver.best_objective_bound
-                    result.objective = float(value_of(expr, best))
+                    result.objective = float(value_of(expr, current))
             if interrupted:
                 result.interrupted = True
                 break

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import types
 from pathlib import Path
 
 import pytest
@@ -15,13 +16,13 @@ from cpsat_kit import BASE, checked, greedy, instance, options
 from ortools.sat.python import cp_model
 
 from models.errors import InputError
-from models.gpu import GpuRequest
+from models.gpu import GpuDevice, GpuRequest
 from models.load import load
 from models.workload import DeviceShare
 from optimizer.cli import main
 from optimizer.cpsat.expand import expand
 from optimizer.cpsat.extract import plan_from
-from optimizer.cpsat.frag_stage import curve_of
+from optimizer.cpsat.frag_stage import curve_of, share_load_bound
 from optimizer.cpsat.fragmentation import (
     SCALE,
     Mix,
@@ -142,8 +143,9 @@ def test_hinted_stage_value_agrees_with_evaluate_on_the_trace_slice() -> None:
 
 
 def test_solution_stage_value_agrees_with_evaluate_on_the_trace_slice() -> None:
-    """At any solution (not only an optimum: no auxiliary is involved) the expression equals
-    ``evaluate`` of the plan read back from it, device classes included."""
+    """At any solution (not only an optimum), read back through the auxiliaries' derivations
+    as the engine reads it, the expression equals ``evaluate`` of the plan expanded from it,
+    device classes included: the plan puts shares on the devices the solution chose."""
     inst = load(str(SLICE))
     model = CpsatModel(inst, options(weights=ON, objective="weighted", aggregate=False))
     assert model.step_terms  # presolve off: the search starts from the complete hint
@@ -277,6 +279,67 @@ def test_shares_stacked_on_one_device_are_valued_together() -> None:
     checked(inst, spread)
     assert evaluate(model.data, spread).fragmentation == -1400 * SCALE
     assert value_of(model.stages["fragmentation"], model.hint_plan(spread)) == -1400 * SCALE
+
+
+def test_the_plan_puts_shares_on_the_devices_the_solution_chose() -> None:
+    """Three T4 devices: device 0 idle, devices 1 and 2 each hold a running 30 % share (700
+    free); mix: a 50 % share (p 1); pending: one 40 % share. Before, every device takes the
+    typical share: F = 0. On device 0 the new share leaves 600 (takes it): stage 0; on 1 or 2
+    it leaves 300 (< 500, fragment): stage −300. The model picks device 0 and the plan must
+    put it there: greedy takes the last device that fits (2), and the expansion's own
+    preference, the fullest device first, would be device 1."""
+    node = """
+        nodes:
+          - name: n0
+            allocatable: {cpu: 16, memory: 64Gi, pods: 110}
+            gpus: {count: 3, type: NVIDIA-T4, memory: 15109}
+    """
+    share = """
+              - name: t
+                resources: {cpu: 1, memory: 1Gi, nvidia.com/gpu: 1,
+                            nvidia.com/gpumem-percentage: %d, nvidia.com/gpucores: %d}"""
+    held = "".join(
+        f"""
+          - name: held{d}
+            tasks:{share % (30, 30)}
+            running:
+              - {{index: 0, node: n0, gpus: [{{id: GPU-n0-{d}, memory: 4532, cores: 30}}]}}"""
+        for d in (1, 2)
+    )
+    jobs = f"""
+        jobs:{held}
+          - name: s
+            tasks:{share % (40, 40)}
+    """
+    inst = instance(BASE, node, jobs)
+    mix = (TypicalTask(1000, 500, 1),)
+    opts = options(weights=ON, typical_mix=mix, objective="weighted")
+    plan = checked(inst, solve(inst, "cpsat", opts))
+    assert plan.engine == "cpsat"
+    (placed,) = plan.placements
+    assert [share.id for share in placed.gpus] == ["GPU-n0-0"]
+    model = CpsatModel(inst, opts)
+    assert evaluate(model.data, plan).fragmentation == 0
+    for d in (1, 2):
+        elsewhere = dataclasses.replace(placed.gpus[0], id=f"GPU-n0-{d}")
+        hand = checked(inst, Plan(placements=(Placement(placed.pod, "n0", (elsewhere,)),)))
+        assert evaluate(model.data, hand).fragmentation == -300 * SCALE
+
+
+def test_share_load_bound_is_the_free_cores_or_memory_at_the_heaviest_ratio() -> None:
+    """A T4 (100 cores, 15,109 MiB) with 70 cores and 10,577 MiB free (device_free: 700). 40 %
+    shares (400 milli, 40 cores, 6,043 MiB) can take at most 10 milli per free core = 700 by
+    cores, 400/6,043 per MiB × 10,577 = 700.1 → 700 by memory: never more than the 700 free,
+    so no step below zero is needed. A share heavy in memory (500 milli from 7,554 MiB, 10
+    cores) may, by cores, reach 50 × 70 = 3,500, but by memory 500/7,554 × 10,577 = 700.1 →
+    700. With a memory-only share (0 cores) cores bound nothing; with every share at 0 in
+    both, there is no bound."""
+    device = GpuDevice(id="g", index=0, type="NVIDIA-T4", memory=15109, cores=100)
+    dc = types.SimpleNamespace(device=device, free_cores=70, free_memory=10577)
+    assert share_load_bound(dc, [(400, 40, 6043)]) == 700
+    assert share_load_bound(dc, [(400, 40, 6043), (500, 10, 7554)]) == 700
+    assert share_load_bound(dc, [(500, 0, 7554)]) == 700
+    assert share_load_bound(dc, [(0, 0, 0)]) is None
 
 
 def test_cpu_a_pod_takes_can_stop_a_typical_task_fitting() -> None:
