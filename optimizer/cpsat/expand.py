@@ -9,10 +9,11 @@ HAMi's rules (time-slices, memory, cores, exclusive use, the zero-core rule, dis
 NUMA binding, the type and UUID filters). Nodes are tried in the class's order and devices
 from the fullest, so that the plan opens as few nodes and devices as it can.
 
-On a one-node class with one device per device class the model's counts are the plan and
-packing always succeeds. On a larger class the model bounds the class as a whole; a class
-whose counts do not pack is reported, so that the solve can give its nodes classes of their
-own and try again (or drop the jobs that did not fit when no time is left).
+On a one-node class the model's counts and device uses are the plan: each container takes the
+device classes its uses name before any other, and packing always succeeds. On a larger class
+the model bounds the class as a whole; a class whose counts do not pack is reported, so that
+the solve can give its nodes classes of their own and try again (or drop the jobs that did not
+fit when no time is left).
 """
 
 from __future__ import annotations
