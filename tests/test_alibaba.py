@@ -363,6 +363,7 @@ def test_candidates_pin_each_task_to_its_shapes_nodes_and_fgds_choice():
     assert all(j.tasks[0].required_affinity == () for j in unpinned.jobs)
 
 
+@needs_data
 def test_import_trace_loads_and_books_shares_as_hami_percentages():
     """A slice (one node per shape: 15 nodes) of gpuspec33. Every job is one pod; a share of
     m milli asks ``gpumem-percentage`` = ``gpucores`` = m/10, which HAMi books as ⌊memory ×

@@ -13,6 +13,7 @@ tables and plots above it.
 from __future__ import annotations
 
 import importlib.util
+import os
 from pathlib import Path
 
 import nbformat
@@ -20,6 +21,12 @@ import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 PATHS = sorted(NOTEBOOKS.glob("*.ipynb"))
+TRACE_DATA = Path(
+    os.environ.get(
+        "VCOPT_ALIBABA_DATA", NOTEBOOKS.parent.parent / "shared" / "data" / "alibaba-gpu-v2023"
+    )
+)
+"""Where the trace notebook reads the public trace (as the notebook itself looks for it)."""
 BUDGET_SECONDS = 300
 """Per notebook; each is written to run in about two minutes on 2 cores."""
 
@@ -82,6 +89,8 @@ def test_notebook_runs_top_to_bottom(path: Path) -> None:
     """Every cell runs without raising (nbclient stops at the first error), it shows at least
     one figure — each notebook's point is a plot, so a run that draws nothing has lost it —
     and its last cell renders a conclusion that quotes numbers of the run."""
+    if "alibaba" in path.stem and not TRACE_DATA.is_dir():
+        pytest.skip(f"trace CSVs not present in {TRACE_DATA}")
     nb = _executor().execute(path, timeout=BUDGET_SECONDS)
     outputs = [o for c in _code(nb) for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
