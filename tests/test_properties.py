@@ -12,17 +12,22 @@ kept below as regression tests.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
 from strategies import CLOSED_WINDOW, OPEN_WINDOW, ZONE, instances, to_yaml
 
 from models.instance import Instance
 from models.load import from_dict, loads
 from optimizer.cpsat import engine as cpsat
 from optimizer.cpsat.data import compile_instance
+from optimizer.cpsat.fragmentation import TypicalTask, instance_mix
+from optimizer.cpsat.model import CpsatModel
 from optimizer.cpsat.objective import evaluate
+from optimizer.cpsat.variables import value_of
 from optimizer.greedy import engine as greedy
 from optimizer.options import SolveOptions
 from optimizer.plan import Plan
@@ -236,6 +241,41 @@ def test_cpsat_deterministic_runs_agree(doc: dict[str, Any]) -> None:
     first = cpsat.solve(instance, CPSAT_OPTIONS, floor)
     second = cpsat.solve(instance, CPSAT_OPTIONS, floor)
     assert _decisions(second) == _decisions(first)
+
+
+_TYPICAL = st.builds(
+    TypicalTask,
+    cpu=st.sampled_from((0, 500, 2000, 8000)),
+    milli=st.sampled_from((250, 500, 1000)),
+    gpus=st.integers(1, 4),
+    types=st.sampled_from(((), ("A10",), ("T4",))),
+    weight=st.floats(0.05, 1.0),
+)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=SLOW)
+@given(instances(), st.lists(_TYPICAL, min_size=1, max_size=4))
+def test_fragmentation_stage_in_the_model_is_its_value_of_the_plan(
+    doc: dict[str, Any], extra: list[TypicalTask]
+) -> None:
+    """The stage's expression at a plan's complete hint (every auxiliary derived: step
+    literals and parts, CPU thresholds, devices keeping a share free) equals the value the
+    plan side computes from the plan's node states, for greedy's plan and CP-SAT's. The mix is
+    the instance's own plus drawn shapes — multi-GPU ones among them, with CPU needs and
+    device types — so every kind of term is written."""
+    instance = _load(doc)
+    tasks = [*instance_mix(instance), *extra]
+    total = sum(t.weight for t in tasks)
+    mix = tuple(dataclasses.replace(t, weight=t.weight / total) for t in tasks)
+    options = dataclasses.replace(
+        CPSAT_OPTIONS, weights={"fragmentation": 1}, typical_mix=mix, objective="weighted"
+    )
+    floor = greedy.solve(instance, 0)
+    for plan in (floor, cpsat.solve(instance, options, floor)):
+        model = CpsatModel(instance, options)
+        hinted = model.hint_plan(plan)
+        expected = evaluate(model.data, plan).fragmentation
+        assert value_of(model.stages["fragmentation"], hinted) == expected
 
 
 # -- regressions -------------------------------------------------------------------------------

@@ -12,13 +12,14 @@ written in the model as one interval literal and one interval part per step (exa
 interval holds r). The stage is Σ φ(before) − φ(after) over the devices the plan can change,
 so it sees which shares stack on which device, which a per-pod Δ against the snapshot cannot.
 
-Which tasks "fit the node" is read on the snapshot, with one correction: a new pod's CPU can
-make a one-GPU typical task stop fitting, and then its usable milli becomes fragment too
-(a literal per CPU threshold and a term per task, one-sided: the objective keeps them tight,
-so the search may overstate the loss, never understate it, and a solution read back through
-the derivations is exact; two-sided, the search found less in the same seconds). Multi-GPU
-typical tasks are read on the snapshot (whether the node still has enough free devices for
-them after the plan is not seen), as is CPU for them.
+Which tasks "fit the node" is read on the snapshot, with two corrections: a new pod's CPU can
+make a typical task stop fitting, and new shares can leave a multi-GPU typical task too few
+devices with its per-GPU share free (an 8-GPU task on a node of 8 idle devices, once one of
+them takes a share); then the task's usable milli — on the devices that still have its share
+free — becomes fragment too. Each is a literal ("the task still fits") and a term per task,
+one-sided: the objective keeps them tight, so the search may overstate the loss, never
+understate it, and a solution read back through the derivations is exact; two-sided, the
+search found less in the same seconds.
 
 The stage needs devices one by one: with a mix, every node with devices is a class of its own
 and every device a device class of its own (``data.compile_instance``); nodes without devices
@@ -95,6 +96,8 @@ class Device:
     """Free milli in the snapshot."""
     curve: Curve
     type: str
+    free: Expr | None = None
+    """Its free milli after the plan, when the plan can change it."""
     pieces: list[tuple[int, int, int, Expr, Expr]] = field(default_factory=list)
     """(first, last, coefficient, interval literal or 1, part) per step the free milli may
     reach."""
@@ -106,13 +109,17 @@ class Device:
 
 @dataclass(frozen=True)
 class Risk:
-    """One-GPU typical tasks a node's new CPU use can stop fitting."""
+    """Typical tasks of one shape that fit the node in the snapshot and that the plan can
+    stop fitting: by its new CPU use (``cpu_risk``) or, with several GPUs, by leaving fewer
+    than ``gpus`` devices with ``milli`` free."""
 
     cpu: int
     milli: int
+    gpus: int
     types: tuple[str, ...]
     coef: int
     """⌊SCALE · Σ p⌉ of the tasks of this shape."""
+    cpu_risk: bool
 
     def allows(self, device_type: str) -> bool:
         return _allows(self.types, device_type)
@@ -202,13 +209,14 @@ def _node(data: Compiled, c: int) -> NodeTerms:
         * min(data.groups[g].size, per_node_limit(data.groups[g], cls))
         for g in data.groups_on[c]
     )
-    shapes: dict[tuple[int, int, tuple[str, ...]], float] = {}
+    changes = bool(data.groups_on[c] or cls.evict_groups)
+    shapes: dict[tuple[int, int, int, tuple[str, ...]], float] = {}
     for m, ok in zip(data.typical, fitting, strict=True):
-        if ok and m.gpus == 1 and m.cpu > cpu - most:
-            key = (m.cpu, m.milli, m.types)
+        if ok and changes and (m.gpus > 1 or m.cpu > cpu - most):
+            key = (m.cpu, m.milli, m.gpus, m.types)
             shapes[key] = shapes.get(key, 0.0) + m.weight
-    risks = [Risk(cpu_m, q, types, round(SCALE * p)) for (cpu_m, q, types), p in
-             sorted(shapes.items())]  # fmt: skip
+    risks = [Risk(cpu_m, q, k, types, round(SCALE * p), cpu_m > cpu - most)
+             for (cpu_m, q, k, types), p in sorted(shapes.items())]  # fmt: skip
     return NodeTerms(c, cpu, devices, [r for r in risks if r.coef])
 
 
@@ -291,6 +299,7 @@ def _write_device(v: Variables, data: Compiled, d: Device) -> None:
     if len(values) < 2 and not over:
         return
     free = d.base - load
+    d.free = free
     linear = Linear(free)
     steps = [
         (first, last, coef)
@@ -332,38 +341,112 @@ def _in_step(free: Linear, first: int, last: int, inside: int | None) -> Callabl
 
 
 def _write_risks(v: Variables, data: Compiled, node: NodeTerms) -> list[tuple[int, Expr]]:
-    """The CPU correction of one node: per threshold a literal that implies "free CPU stays ≥
-    it", per risky shape a term bounded below by the usable milli lost unless the literal
-    holds (both one-sided: maximising the stage sets the literal where it can hold and the
-    term at its bound)."""
+    """The corrections of one node: per risky shape a literal that implies "the task still
+    fits" and a term bounded below by the usable milli lost unless it holds (both one-sided:
+    maximising the stage sets the literal where it can hold and the term at its bound). The
+    CPU part of the literal is shared by the one-GPU shapes of one CPU threshold."""
     new = [(data.groups[g].request.get("cpu", 0), v.count[g, node.cls])
            for g in data.groups_on[node.cls]]  # fmt: skip
     used = wsum(new + [(cpu, v.kept(eg)) for eg, cpu in _evictable_cpu(data, node.cls)])
-    used_value = Linear(used)
-    keeps: dict[int, Expr] = {}
-    usables: dict[tuple[int, tuple[str, ...]], Expr] = {}
+    fits = _Fits(v, node, used)
     terms: list[tuple[int, Expr]] = []
     for risk in node.risks:
-        if risk.cpu not in keeps:
-            room = node.cpu - risk.cpu
-            keep = v.aux_bool(f"frag_cpu[{node.cls},{risk.cpu}]", _at_most(used_value, room))
-            v.model.add(used <= room).only_enforce_if(keep)
-            keeps[risk.cpu] = keep
-        keep = keeps[risk.cpu]
-        key = (risk.milli, risk.types)
-        if key not in usables:
-            usables[key] = lsum(
-                d.usable(risk.milli) if d.pieces else (d.before if d.before >= risk.milli else 0)
-                for d in node.devices
-                if risk.allows(d.type)
-            )
-        usable = usables[key]
+        keep = fits.literal(risk)
+        if keep is None:
+            continue
+        usable = fits.usable(risk)
         big = sum(max(d.base, 0) for d in node.devices if risk.allows(d.type))
-        lost = v.aux_int(0, big, f"frag_lost[{node.cls},{risk.cpu},{risk.milli}]",
+        lost = v.aux_int(0, big, f"frag_lost[{node.cls},{risk.cpu},{risk.milli},{risk.gpus}]",
                          _lost(Linear(usable), Linear(keep)))  # fmt: skip
         v.model.add(lost >= usable - big * keep)
         terms.append((-risk.coef, lost))
     return terms
+
+
+class _Fits:
+    """The literals of one node's risks, each written once for what it tests (a CPU
+    threshold, a device keeping a share free)."""
+
+    def __init__(self, v: Variables, node: NodeTerms, used: Expr) -> None:
+        self.v, self.node, self.used = v, node, used
+        self.cpu: dict[int, Expr] = {}
+        self.room: dict[tuple[int, tuple[str, ...]], tuple[list[Expr], int]] = {}
+        self.usables: dict[tuple[int, tuple[str, ...]], Expr] = {}
+        self.oks: dict[tuple[int, int], Expr] = {}
+
+    def literal(self, risk: Risk) -> Expr | None:
+        """A literal that implies ``risk``'s task still fits; None when nothing can stop it."""
+        cpu = self._cpu(risk.cpu) if risk.cpu_risk else None
+        oks, fixed = self._room(risk) if risk.gpus > 1 else ([], risk.gpus)
+        if fixed >= risk.gpus:
+            return cpu
+        need = risk.gpus - fixed
+        tests = [_at_least(oks, need)] + ([_at_least([cpu], 1)] if cpu is not None else [])
+        name = f"frag_fits[{self.node.cls},{risk.cpu},{risk.milli},{risk.gpus}]"
+        keep = self.v.aux_bool(name, _all_of(tests))
+        self.v.model.add(lsum(oks) >= need).only_enforce_if(keep)
+        if cpu is not None:
+            self.v.model.add_implication(keep, cpu)
+        return keep
+
+    def usable(self, risk: Risk) -> Expr:
+        """The free milli of the devices ``risk``'s task may use that still have its share."""
+        key = (risk.milli, risk.types)
+        if key not in self.usables:
+            self.usables[key] = lsum(
+                d.usable(risk.milli) if d.pieces else (d.before if d.before >= risk.milli else 0)
+                for d in self.node.devices
+                if risk.allows(d.type)
+            )
+        return self.usables[key]
+
+    def _cpu(self, threshold: int) -> Expr:
+        if threshold not in self.cpu:
+            room = self.node.cpu - threshold
+            name = f"frag_cpu[{self.node.cls},{threshold}]"
+            keep = self.v.aux_bool(name, _at_most(Linear(self.used), room))
+            self.v.model.add(self.used <= room).only_enforce_if(keep)
+            self.cpu[threshold] = keep
+        return self.cpu[threshold]
+
+    def _room(self, risk: Risk) -> tuple[list[Expr], int]:
+        """Per device the plan can change, a literal that implies "at least ``milli`` stays
+        free", and the number of devices that keep it whatever the plan does."""
+        key = (risk.milli, risk.types)
+        if key not in self.room:
+            oks: list[Expr] = []
+            fixed = 0
+            for d in self.node.devices:
+                if not risk.allows(d.type) or d.before < risk.milli:
+                    continue
+                if d.free is None:
+                    fixed += 1
+                    continue
+                if (d.dc, risk.milli) not in self.oks:
+                    name = f"frag_room[{d.cls},{d.dc},{risk.milli}]"
+                    ok = self.v.aux_bool(name, _at_least([d.free], risk.milli))
+                    self.v.model.add(d.free >= risk.milli).only_enforce_if(ok)
+                    self.oks[d.dc, risk.milli] = ok
+                oks.append(self.oks[d.dc, risk.milli])
+            self.room[key] = (oks, fixed)
+        return self.room[key]
+
+
+def _at_least(exprs: Sequence[Expr], need: int) -> Callable[[Values], int]:
+    """1 when the values of ``exprs`` add up to at least ``need``."""
+    total = Linear(lsum(exprs))
+
+    def derive(vals: Values) -> int:
+        return int(total.value(vals) >= need)
+
+    return derive
+
+
+def _all_of(tests: Sequence[Callable[[Values], int]]) -> Callable[[Values], int]:
+    def derive(vals: Values) -> int:
+        return int(all(test(vals) for test in tests))
+
+    return derive
 
 
 def _at_most(expr: Linear, room: int) -> Callable[[Values], int]:
@@ -381,8 +464,8 @@ def _lost(usable: Linear, keep: Linear) -> Callable[[Values], int]:
 
 
 def stage_expression(v: Variables, data: Compiled) -> Expr:
-    """Σ φ(before) − φ(after) over the devices the plan may change, less the usable milli
-    new CPU use takes from one-GPU typical tasks."""
+    """Σ φ(before) − φ(after) over the devices the plan may change, less the usable milli of
+    the typical tasks the plan stops fitting."""
     if not data.typical:
         return 0
     terms: list[tuple[int, Expr]] = []
@@ -464,9 +547,8 @@ def plan_value(data: Compiled, placements: Iterable[Placement], evicted: set[str
             if data.running[i].pod.key not in evicted
         )  # fmt: skip
         for risk in node.risks:
-            if used > node.cpu - risk.cpu:
-                total -= risk.coef * sum(
-                    r for d in node.devices
-                    if risk.allows(d.type) and (r := after[d.dc]) >= risk.milli
-                )  # fmt: skip
+            usable = [r for d in node.devices
+                      if risk.allows(d.type) and (r := after[d.dc]) >= risk.milli]  # fmt: skip
+            if used > node.cpu - risk.cpu or len(usable) < risk.gpus:
+                total -= risk.coef * sum(usable)
     return total

@@ -375,6 +375,36 @@ def test_cpu_a_pod_takes_can_stop_a_typical_task_fitting() -> None:
         assert value_of(model.stages["fragmentation"], model.hint_plan(hand)) == expected
 
 
+def test_a_share_can_leave_a_multi_gpu_typical_task_too_few_whole_devices() -> None:
+    """Mix: a 2-GPU task of whole devices needing 4 cores (p 1). Idle T4s: a has two and 16
+    cores, b three and 4 cores, c three and 16 cores; pending: a 30 % share with 1 core.
+    Before, the task fits every node and no device is below 1,000: F = 0. On a the share
+    leaves 700 + 1,000, one whole device: the task no longer fits, all 1,700 count, stage
+    −1,700. On b 3 cores are left: it no longer fits, 700 + 2,000 count, −2,700. On c it
+    still fits (two whole devices): only the 700 count, −700. Per device alone every node
+    would cost −700; CP-SAT must put it on c."""
+    nodes = "nodes:" + "".join(
+        f"""
+          - name: {name}
+            allocatable: {{cpu: {cpu}, memory: 64Gi, pods: 110}}
+            gpus: {{count: {count}, type: NVIDIA-T4, memory: 15109}}"""
+        for name, cpu, count in (("a", 16, 2), ("b", 4, 3), ("c", 16, 3))
+    )
+    inst = instance(BASE, nodes, _shares(1, 30))
+    mix = (TypicalTask(4000, 1000, 2),)
+    opts = options(weights=ON, typical_mix=mix, objective="weighted")
+    plan = checked(inst, solve(inst, "cpsat", opts))
+    assert [p.node for p in plan.placements] == ["c"]
+    model = CpsatModel(inst, opts)
+    ((placed,),) = [p.gpus for p in plan.placements]
+    (pod,) = [p.key for p in inst.pods]
+    for node, expected in (("a", -1700), ("b", -2700), ("c", -700)):
+        share = dataclasses.replace(placed, id=f"GPU-{node}-0")
+        hand = checked(inst, Plan(placements=(Placement(pod, node, (share,)),)))
+        assert evaluate(model.data, hand).fragmentation == expected * SCALE
+        assert value_of(model.stages["fragmentation"], model.hint_plan(hand)) == expected * SCALE
+
+
 # -- starting from a given plan --------------------------------------------------------------
 
 
