@@ -121,6 +121,7 @@ def _options(args: argparse.Namespace) -> SolveOptions:
             aggregate=not args.no_aggregate,
             tdm_lookahead=args.tdm_lookahead,
             quiet=args.quiet,
+            reasons=not args.no_reasons,
             max_evictions=args.max_evictions,
             queue_eviction_budgets=parse_queue_budgets(args.queue_eviction_budget or ""),
         )
@@ -371,6 +372,12 @@ def _solver_arguments(p: argparse.ArgumentParser) -> None:
         default="",
         help="per-queue eviction caps for CP-SAT, e.g. team-a=2,team-b=0 (a queue's budget "
         "counts its subtree)",
+    )
+    p.add_argument(
+        "--no-reasons",
+        action="store_true",
+        help="do not name why pending jobs are pending; the search gets that time (up to a "
+        "tenth of the limit)",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no warnings, no progress")
 

@@ -66,6 +66,11 @@ class SolveOptions:
     tdm_lookahead: bool = False
     """Keep jobs off revocable nodes whose window closes before the job's ``duration`` ends."""
     quiet: bool = False
+    reasons: bool = True
+    """Name the dominant reason of each job a CP-SAT plan leaves pending. That takes up to a
+    tenth of the limit, kept back from the search; a caller that only wants the placements (a
+    replay, a loop of solves) gives it to the search, and pending jobs keep the engine's own
+    short reason (Volcano's message when the plan is greedy's)."""
     aggregate: bool = True
     """Count pods per class of interchangeable nodes (exact, and what makes large clusters
     solvable); ``False`` gives every node its own class, for checking the reduction."""

@@ -39,15 +39,16 @@ def _report_seconds(instance: Instance) -> float:
     return REPORT_PER_OBJECT * (len(instance.nodes) + len(instance.pods))
 
 
-def _reserve(instance: Instance, greedy: Plan, limit: float) -> float:
+def _reserve(instance: Instance, greedy: Plan, options: SolveOptions) -> float:
     """Seconds of the time limit kept back from the CP-SAT engine: the report's share, and for
-    the pending reasons a tenth of the limit, at most :data:`REASON_SECONDS` (none when greedy
-    leaves nothing pending or the cluster is too large for per-job reasons)."""
+    the pending reasons a tenth of the limit, at most :data:`REASON_SECONDS` (none when the
+    reasons are not wanted, greedy leaves nothing pending or the cluster is too large for
+    per-job reasons)."""
     report = _report_seconds(instance)
     pending = any(d.status == PENDING for d in greedy.jobs)
-    if not pending or len(instance.nodes) > MAX_NODES:
+    if not options.reasons or not pending or len(instance.nodes) > MAX_NODES:
         return report
-    return report + min(REASON_SECONDS, REASON_SHARE * limit)
+    return report + min(REASON_SECONDS, REASON_SHARE * options.time_limit)
 
 
 def annotated(
@@ -55,12 +56,13 @@ def annotated(
     plan: Plan,
     budget: Budget | None = None,
     positions: dict[str, int] | None = None,
+    wanted: bool = True,
 ) -> Plan:
-    """The plan with queue positions and, for CP-SAT plans, each pending job's dominant
-    reason, within what is left of the time limit less the report's share. A search the user
-    stopped gets no reasons: the plan is wanted now."""
+    """The plan with queue positions and, for CP-SAT plans when ``wanted``, each pending job's
+    dominant reason, within what is left of the time limit less the report's share. A search
+    the user stopped gets no reasons: the plan is wanted now."""
     stopped = plan.solver is not None and plan.solver.status == Status.INTERRUPTED
-    reasons = budget is not None and not stopped
+    reasons = wanted and budget is not None and not stopped
     seconds = 0.0
     if reasons and budget is not None:
         seconds = min(REASON_SECONDS, budget.remaining() - _report_seconds(instance))
@@ -71,7 +73,7 @@ def _cpsat(
     instance: Instance, options: SolveOptions, greedy: Plan, budget: Budget, progress: Progress
 ) -> Plan:
     """The CP-SAT plan, within the limit less the reserve for pending reasons."""
-    reserve = _reserve(instance, greedy, options.time_limit)
+    reserve = _reserve(instance, greedy, options)
     engine_budget = Budget(options.time_limit - reserve, budget.clock, budget.started)
     return solve_cpsat(instance, options, greedy, budget=engine_budget, progress=progress)
 
@@ -97,7 +99,7 @@ def solve(
         return with_metrics(instance, annotated(instance, greedy))
     plan = _cpsat(instance, options, greedy, budget, progress)
     progress.phase("metrics")
-    return with_metrics(instance, annotated(instance, plan, budget))
+    return with_metrics(instance, annotated(instance, plan, budget, wanted=options.reasons))
 
 
 def solve_both(
@@ -118,5 +120,8 @@ def solve_both(
     positions = queue_positions(instance)
     return (
         with_metrics(instance, annotated(instance, greedy, positions=positions)),
-        with_metrics(instance, annotated(instance, cpsat, budget, positions=positions)),
+        with_metrics(
+            instance,
+            annotated(instance, cpsat, budget, positions=positions, wanted=options.reasons),
+        ),
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from optimizer.cli import main
+from optimizer.cli import _options, build_parser, main
 
 ROOT = Path(__file__).parent.parent
 DEMO = ROOT / "instances" / "demo.yaml"
@@ -174,3 +174,12 @@ def test_greedy_over_the_eviction_cap_is_reported(
     assert main(["solve", "--engine", "greedy", "--max-evictions", "1", str(path)]) == 0
     _, err = capsys.readouterr()
     assert "note: greedy plan (Volcano has no eviction cap): 2 evictions, more than" in err
+
+
+def test_no_reasons_reaches_the_solve_options() -> None:
+    """Each command that solves takes ``--no-reasons`` and hands it to the engine; without
+    it the pending reasons are named."""
+    parser = build_parser()
+    for command in ("solve", "compare"):
+        assert _options(parser.parse_args([command, str(DEMO)])).reasons
+        assert not _options(parser.parse_args([command, "--no-reasons", str(DEMO)])).reasons

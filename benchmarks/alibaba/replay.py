@@ -293,6 +293,7 @@ def engine_options(tasks: Sequence[TraceTask], batch: BatchOptions) -> SolveOpti
         strategy=REPLAY_STRATEGY,
         typical_mix=engine_mix(tasks),
         quiet=True,
+        reasons=False,
     )
 
 

@@ -74,3 +74,26 @@ def test_no_pending_reasons_when_the_limit_leaves_only_the_reports_share():
     left = Budget(10.0, clock=lambda: 10.0 - share, started=0.0)
     assert solving.annotated(instance, bare, left).job("default/want").reason == ""
     assert solving.annotated(instance, bare, Budget(10.0)).job("default/want").reason == REASON
+
+
+def test_reasons_not_wanted_leave_none_and_their_time_goes_to_the_search(monkeypatch):
+    """At a 10 s limit with ``want`` pending in greedy's plan the reasons' reserve is a tenth of
+    the limit (1 s, under ``REASON_SECONDS``): the engine gets 10 s less the report's share and
+    that second, or, when the reasons are not wanted, all but the report's share (and the job
+    keeps the engine's short reason, not the dominant one)."""
+    instance = selector_case()
+    share = solving.REPORT_PER_OBJECT * (len(instance.nodes) + len(instance.pods))
+    limits: list[float] = []
+    real = solving.solve_cpsat
+
+    def engine(*args, budget, **kwargs):
+        limits.append(budget.limit)
+        return real(*args, budget=budget, **kwargs)
+
+    monkeypatch.setattr(solving, "solve_cpsat", engine)
+    named = solving.solve(instance, "cpsat", OPTIONS)
+    bare = solving.solve(instance, "cpsat", dataclasses.replace(OPTIONS, reasons=False))
+    assert named.job("default/want").reason == REASON
+    assert bare.job("default/want").status == "pending"
+    assert bare.job("default/want").reason != REASON
+    assert limits == pytest.approx([10.0 - share - 1.0, 10.0 - share])
