@@ -28,17 +28,11 @@ try:
         from models.yamlio import dump_yaml
 
         from . import __version__, compare, show
+        from .arguments import engine_report_arguments, input_arguments, solver_arguments
         from .atomic import write_atomic
         from .budget import process_started
         from .disruption import breaches
-        from .options import (
-            OBJECTIVES,
-            STRATEGIES,
-            OptionError,
-            SolveOptions,
-            parse_queue_budgets,
-            parse_weights,
-        )
+        from .options import OptionError, SolveOptions, parse_queue_budgets, parse_weights
         from .plan import FORMATS, Plan, format_for, read_plan
         from .progress import reporter
         from .result import Status
@@ -313,115 +307,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _solver_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--time-limit",
-        type=float,
-        default=30.0,
-        help="wall-clock seconds for the whole solve, every phase in (default 30)",
-    )
-    p.add_argument("--workers", type=int, default=2, help="CP-SAT search workers (default 2)")
-    p.add_argument("--seed", type=int, default=0, help="random seed of both engines (default 0)")
-    p.add_argument("--deterministic", action="store_true", help="reproducible CP-SAT search")
-    p.add_argument("--gap", type=float, default=0.0, help="stop CP-SAT at this relative gap")
-    p.add_argument(
-        "--objective",
-        choices=OBJECTIVES,
-        default="lexicographic",
-        help="CP-SAT stages solved one after another, or as one weighted sum "
-        "(default lexicographic)",
-    )
-    p.add_argument(
-        "--strategy",
-        choices=STRATEGIES,
-        default="auto",
-        help="one model, or part by part then large-neighbourhood rounds; auto picks by size "
-        "(default auto)",
-    )
-    p.add_argument(
-        "--no-aggregate",
-        action="store_true",
-        help="one CP-SAT node class per node (slow; checks the exact class reduction)",
-    )
-    p.add_argument(
-        "--weights",
-        default="",
-        help="per-stage weights, e.g. work=1,packing=0; fragmentation=1 switches on FGD's "
-        "fragmentation stage",
-    )
-    p.add_argument(
-        "--typical-mix",
-        metavar="FILE",
-        help="typical-task mix of the fragmentation stage (YAML list; default: the instance's "
-        "own pods)",
-    )
-    p.add_argument(
-        "--tdm-lookahead",
-        action="store_true",
-        help="keep jobs off revocable nodes whose window closes before the job's duration ends",
-    )
-    p.add_argument(
-        "--max-evictions",
-        type=int,
-        default=None,
-        help="CP-SAT evicts at most this many running pods (greedy follows Volcano, which has "
-        "no cap: a breach is reported)",
-    )
-    p.add_argument(
-        "--queue-eviction-budget",
-        default="",
-        help="per-queue eviction caps for CP-SAT, e.g. team-a=2,team-b=0 (a queue's budget "
-        "counts its subtree)",
-    )
-    p.add_argument(
-        "--no-reasons",
-        action="store_true",
-        help="do not name why pending jobs are pending; the search gets that time (up to a "
-        "tenth of the limit)",
-    )
-    p.add_argument("-q", "--quiet", action="store_true", help="no warnings, no progress")
-
-
-def _engine_report_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--engine",
-        choices=ENGINES,
-        default="cpsat",
-        help="whose plan to read: cpsat or greedy (Volcano's own cycle); default cpsat",
-    )
-    p.add_argument(
-        "--format",
-        choices=("text", "yaml", "json"),
-        default="text",
-        help="how to print the answer (default text)",
-    )
-    p.add_argument(
-        "--no-check",
-        action="store_true",
-        help="do not solve again with the change applied (faster; no round-trip verdict)",
-    )
-    _solver_arguments(p)
-
-
-INSTANCE_HELP = (
-    "instance file(s): one vcopt YAML, or kubectl get -o yaml dumps read as one (- is "
-    "standard input)"
-)
-
-
-def _input_arguments(p: argparse.ArgumentParser, *, files: bool = True) -> None:
-    if files:
-        p.add_argument("files", nargs="+", metavar="FILE", help=INSTANCE_HELP)
-    p.add_argument(
-        "--scheduler-conf",
-        metavar="FILE",
-        help="a volcano-scheduler.conf that replaces the input's scheduler configuration",
-    )
-    p.add_argument(
-        "--now", metavar="TIME", help="the snapshot's time, RFC 3339 (TDM windows are read on it)"
-    )
-
-
 def _package_version() -> str:
     """The installed distribution's version; the source tree's when run uninstalled."""
     try:
@@ -442,17 +327,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("validate", help="check an instance file and report every problem")
-    _input_arguments(p)
+    input_arguments(p)
     p.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("show", help="print HyperNodes, the queue tree, nodes and jobs")
-    _input_arguments(p)
+    input_arguments(p)
     p.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser("solve", help="place the waiting work; print or write the plan")
-    _input_arguments(p)
+    input_arguments(p)
     p.add_argument(
         "--engine",
         choices=ENGINES,
@@ -477,7 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="start CP-SAT from this plan (the one in force, an earlier solve's) when it "
         "verifies and beats greedy's",
     )
-    _solver_arguments(p)
+    solver_arguments(p)
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("verify", help="check a plan against every rule (exit 3 on violations)")
@@ -488,12 +373,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="instance file(s) as for solve, then the plan file (YAML or JSON, or the "
         "bindings solve writes)",
     )
-    _input_arguments(p, files=False)
+    input_arguments(p, files=False)
     p.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("compare", help="greedy (Volcano) and cpsat side by side")
-    _input_arguments(p)
+    input_arguments(p)
     p.add_argument(
         "--csv", help="also write the metrics and the per-job differences as CSV (numbers)"
     )
@@ -506,7 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="also draw both plans: which job holds each GPU, rack by rack, greedy beside "
         "cpsat, and one small chart per metric",
     )
-    _solver_arguments(p)
+    solver_arguments(p)
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser(
@@ -514,8 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("file", help="instance file: vcopt YAML, or a kubectl get -o yaml dump")
     p.add_argument("job", help="the job: namespace/name, or a name only one job has")
-    _input_arguments(p, files=False)
-    _engine_report_arguments(p)
+    input_arguments(p, files=False)
+    engine_report_arguments(p)
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser(
@@ -523,13 +408,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("file", help="instance file: vcopt YAML, or a kubectl get -o yaml dump")
     p.add_argument("--queue", help="only the pending jobs of this queue (default: all)")
-    _input_arguments(p, files=False)
+    input_arguments(p, files=False)
     p.add_argument(
         "--node-like",
         metavar="NODE",
         help="add copies of this node (default: per HyperNode leaf, its most capable node)",
     )
-    _engine_report_arguments(p)
+    engine_report_arguments(p)
     p.set_defaults(func=cmd_capacity)
 
     p = sub.add_parser("generate", help="a synthetic instance of a named shape")
