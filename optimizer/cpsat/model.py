@@ -197,6 +197,9 @@ class CpsatModel(Solvable):
         work between two stages takes (re-deriving and re-hinting); it is kept in hand for
         every stage still to come, and the stages that no longer get ``MIN_STAGE`` seconds
         are not run.
+
+        From the first stage's progress line on, a Ctrl-C is the search's to take, whether it
+        lands in CP-SAT or between two stages: the search stops with the best solution so far.
         """
         options = self.options
         objectives = self.objectives()
@@ -219,13 +222,17 @@ class CpsatModel(Solvable):
             if stage_seconds < MIN_STAGE:
                 result.skipped = [n for n, _ in objectives[position:]]
                 break
-            progress.phase(
-                f"stage {name}",
-                f"({position + 1}/{len(objectives)})",
-                (baselines or {}).get(name),
-            )
-            self.model.maximize(expr)
-            parameters(solver, options, stage_seconds, self.num_variables, self.step_terms)
+            try:
+                progress.phase(
+                    f"stage {name}",
+                    f"({position + 1}/{len(objectives)})",
+                    (baselines or {}).get(name),
+                )
+                self.model.maximize(expr)
+                parameters(solver, options, stage_seconds, self.num_variables, self.step_terms)
+            except KeyboardInterrupt:
+                result.interrupted = True
+                break
             status, interrupted = self.run(solver, _Callback(progress))
             result.statuses[name] = STATUS.get(status, Status.UNKNOWN)
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -241,8 +248,12 @@ class CpsatModel(Solvable):
                 result.interrupted = True
                 break
             if position + 1 < len(objectives):
-                self.model.add(expr >= value_of(expr, current))
-                self._hint(current)
+                try:
+                    self.model.add(expr >= value_of(expr, current))
+                    self._hint(current)
+                except KeyboardInterrupt:
+                    result.interrupted = True
+                    break
         return result
 
 

@@ -215,6 +215,47 @@ def test_deterministic_mode_repeats_itself() -> None:
     assert first.solver.stages == second.solver.stages
 
 
+class _CtrlCAt(Progress):
+    """A display on which the user presses Ctrl-C just as stage ``at`` is announced: the
+    signal lands after the progress line, before CP-SAT has started on that stage."""
+
+    def __init__(self, at: str) -> None:
+        super().__init__()
+        self.at = at
+
+    def phase(self, name: str, detail: str = "", baseline: float | None = None) -> None:
+        super().phase(name, detail, baseline)
+        if name == f"stage {self.at}":
+            raise KeyboardInterrupt
+
+
+def test_ctrl_c_between_stages_keeps_the_earlier_stages_solution() -> None:
+    """The user sees "stage ..." and presses Ctrl-C: that is a Ctrl-C during the search, so
+    the search stops and keeps what the stages before found, rather than ending the run."""
+    inst = instance(QUEUES)
+    model = CpsatModel(inst, options())
+    hint = model.hint_plan(greedy(inst))
+    first, second = [name for name, expr in model.objectives() if not isinstance(expr, int)][:2]
+    result = model.search(hint, 10.0, _CtrlCAt(second))
+    assert result.interrupted
+    assert result.statuses[first] == "OPTIMAL"
+    assert second not in result.statuses
+    assert result.values is not None
+
+
+def test_ctrl_c_before_the_first_stage_runs_leaves_no_solution() -> None:
+    """Stopped before CP-SAT ran at all: no solution of the search's own, which the engine
+    answers with its floor, status INTERRUPTED."""
+    inst = instance(QUEUES)
+    model = CpsatModel(inst, options())
+    hint = model.hint_plan(greedy(inst))
+    first = next(name for name, expr in model.objectives() if not isinstance(expr, int))
+    result = model.search(hint, 10.0, _CtrlCAt(first))
+    assert result.interrupted
+    assert result.values is None
+    assert first not in result.statuses
+
+
 @pytest.mark.parametrize("text", [QUEUES, TOPOLOGY])
 def test_weighted_objective_matches_lexicographic(text: str) -> None:
     """Default weights make each stage dominate the ones after it, so one weighted solve ends
