@@ -75,6 +75,12 @@ def solver_arguments(p: argparse.ArgumentParser) -> None:
         help="do not name why pending jobs are pending; the search gets that time (up to a "
         "tenth of the limit)",
     )
+    p.add_argument(
+        "--no-bound",
+        action="store_true",
+        help="no bound or gap: every CP-SAT worker improves the plan by large-neighbourhood "
+        "search (more improvement from a good --start in the same time)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no warnings, no progress")
 
 

@@ -116,6 +116,7 @@ def _options(args: argparse.Namespace) -> SolveOptions:
             tdm_lookahead=args.tdm_lookahead,
             quiet=args.quiet,
             reasons=not args.no_reasons,
+            bound=not args.no_bound,
             max_evictions=args.max_evictions,
             queue_eviction_budgets=parse_queue_budgets(args.queue_eviction_budget or ""),
         )

@@ -71,6 +71,12 @@ class SolveOptions:
     tenth of the limit, kept back from the search; a caller that only wants the placements (a
     replay, a loop of solves) gives it to the search, and pending jobs keep the engine's own
     short reason (Volcano's message when the plan is greedy's)."""
+    bound: bool = True
+    """Prove a bound on the first stage, and so report a gap: one CP-SAT worker solves the whole
+    model with its LP relaxation. ``False`` gives that worker to large-neighbourhood search
+    too (``use_lns_only``): no bound, no gap, more improvement from a complete start in the
+    same seconds — for a caller that only wants the placements (a replay, a loop of solves)
+    and starts from a good plan. Measured in docs/BENCHMARKS.md (the trace replay)."""
     aggregate: bool = True
     """Count pods per class of interchangeable nodes (exact, and what makes large clusters
     solvable); ``False`` gives every node its own class, for checking the reduction."""

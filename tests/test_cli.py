@@ -183,3 +183,11 @@ def test_no_reasons_reaches_the_solve_options() -> None:
     for command in ("solve", "compare"):
         assert _options(parser.parse_args([command, str(DEMO)])).reasons
         assert not _options(parser.parse_args([command, "--no-reasons", str(DEMO)])).reasons
+
+
+def test_no_bound_reaches_the_solve_options() -> None:
+    """``--no-bound`` is the engine's ``bound=False``; without it the bound is proved."""
+    parser = build_parser()
+    for command in ("solve", "compare"):
+        assert _options(parser.parse_args([command, str(DEMO)])).bound
+        assert not _options(parser.parse_args([command, "--no-bound", str(DEMO)])).bound

@@ -294,6 +294,7 @@ def engine_options(tasks: Sequence[TraceTask], batch: BatchOptions) -> SolveOpti
         typical_mix=engine_mix(tasks),
         quiet=True,
         reasons=False,
+        bound=False,
     )
 
 

@@ -242,7 +242,7 @@ class CpsatModel(Solvable):
                 current = self.vars.complete({v.index: best[v.index] for v in self.vars.core()})
                 result.values = current
                 if position == 0:
-                    result.bound = solver.best_objective_bound
+                    result.bound = solver.best_objective_bound if options.bound else None
                     result.objective = float(value_of(expr, current))
             if interrupted:
                 result.interrupted = True

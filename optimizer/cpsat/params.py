@@ -47,5 +47,7 @@ def parameters(
         p.symmetry_level = 0
     if step_terms:
         p.cp_model_presolve = STEP_TERMS_PRESOLVE
+    if not options.bound:
+        p.use_lns_only = True
     for name, value in options.parameters.items():
         setattr(p, name, value)

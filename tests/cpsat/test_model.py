@@ -320,6 +320,17 @@ def test_solver_report() -> None:
     assert {"status", "objective", "bound", "gap", "variables", "constraints"} <= set(block)
 
 
+def test_no_bound_reports_no_bound_and_no_gap() -> None:
+    """Without the full-model worker there is no proof to report: the solver block has the
+    objective (both nodes used, 16000, as greedy already has) but neither bound nor gap, where
+    a trivial bound would read as a large gap."""
+    inst = instance(QUEUES)
+    plan = checked(inst, solve(inst, options(bound=False), greedy(inst)))
+    info = plan.solver
+    assert info is not None
+    assert (info.objective, info.bound, info.gap) == (16000, None, None)
+
+
 def test_progress_lines_name_the_phase_and_the_best_objective() -> None:
     """A plain progress display (as on a non-terminal stderr, here printing at every report)
     shows each phase with elapsed time against the limit, and for a stage the best
