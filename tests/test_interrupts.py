@@ -159,9 +159,11 @@ def test_sigterm_during_the_search_stops_at_once(busy: Path, tmp_path: Path) -> 
 
 
 def test_sigint_outside_the_search_stops_at_once(slow_greedy: Path, tmp_path: Path) -> None:
+    """The compile line comes after about a minute of greedy on an idle machine; the wait
+    allows for a loaded one, up to the 120 s limit (past it no compile phase would start)."""
     output = _old_output(tmp_path)
     run = _Run(slow_greedy, output)
-    run.wait_for("/120s  compile\n")
+    run.wait_for("/120s  compile\n", timeout=110)
     run.proc.send_signal(signal.SIGINT)
     code, err, seconds = run.finish()
     assert code == 130, err
