@@ -460,6 +460,15 @@ def test_benchmark_cli_smoke_on_a_slice():
         assert not any(isinstance(v, float) and math.isnan(v) for v in row["alloc_at"].values())
 
 
+def test_replay_solves_ask_for_placements_only():
+    """A batch's solve names no pending reasons and, unless asked, proves no bound: the replay
+    reads only the placements (docs/CPSAT.md); ``--bound`` puts the bound back."""
+    tasks = [task("a"), task("b", milli=500)]
+    plain = replay.engine_options(tasks, replay.BatchOptions())
+    assert (plain.reasons, plain.bound) == (False, False)
+    assert replay.engine_options(tasks, replay.BatchOptions(bound=True)).bound
+
+
 @needs_data
 def test_volcano_fast_path_makes_the_greedy_engines_choices_on_the_slice():
     """The ``volcano`` policy is a fast path of Volcano's Helm-default scores. On the committed

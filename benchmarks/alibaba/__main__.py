@@ -88,6 +88,7 @@ def run(args: argparse.Namespace, policy: str, seed: int) -> dict[str, Any]:
         per_shape=args.per_shape,
         copies=args.copies,
         pin=not args.no_pin,
+        bound=args.bound,
     )
     report = None
     if args.progress:
@@ -115,6 +116,7 @@ def run(args: argparse.Namespace, policy: str, seed: int) -> dict[str, Any]:
         row["copies"] = args.copies
         row["pinned"] = not args.no_pin
         row["workers"] = args.workers
+        row["bound"] = args.bound
         row["solver"] = {
             status: sum(1 for s in stats if s["status"] == status)
             for status in sorted({s["status"] for s in stats})
@@ -154,6 +156,12 @@ def main(argv: list[str] | None = None) -> int:
         "own shape's",
     )
     p.add_argument("--workers", type=int, default=2, help="cpsat-batch: CP-SAT workers")
+    p.add_argument(
+        "--bound",
+        action="store_true",
+        help="cpsat-batch: one worker proves a bound, as vcopt solve does by default (without "
+        "it every worker improves the batch's start plan)",
+    )
     p.add_argument("--data", type=Path, default=DATA, help="folder of the trace CSVs")
     p.add_argument(
         "--nodes-per-shape", type=int, default=0, help="a smaller cluster (arrivals tuned to it)"

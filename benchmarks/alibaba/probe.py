@@ -165,6 +165,11 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         help="a CP-SAT parameter, name=JSON value (repeatable)",
     )
+    p.add_argument(
+        "--bound",
+        action="store_true",
+        help="one worker proves a bound, as vcopt solve does by default (the replay does not)",
+    )
     p.add_argument("--trace", default="default")
     p.add_argument("--data", type=Path, default=DATA)
     args = p.parse_args(argv)
@@ -182,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         per_shape=args.per_shape,
         copies=args.copies,
         pin=not args.no_pin,
+        bound=args.bound,
     )
     rows = probe(nodes, tasks, args.seed, points, batch, dict(args.param))
     print(table(rows))

@@ -170,6 +170,10 @@ class BatchOptions:
     pin: bool = True
     """Each task may go only to its own shape's nodes (a required node affinity in the
     batch's instance); otherwise to every node of the batch's instance."""
+    bound: bool = False
+    """One CP-SAT worker proves a bound (``SolveOptions.bound``, on in ``vcopt solve``): the
+    replay reads only placements, and that worker's thread improves FGD's start plan more as
+    one more neighbourhood searcher."""
 
 
 REPLAY_WEIGHTS = {"fairness": 0, "topology": 0, "fragmentation": 1, "packing": 0}
@@ -294,7 +298,7 @@ def engine_options(tasks: Sequence[TraceTask], batch: BatchOptions) -> SolveOpti
         typical_mix=engine_mix(tasks),
         quiet=True,
         reasons=False,
-        bound=False,
+        bound=batch.bound,
     )
 
 
