@@ -74,9 +74,9 @@ class SolveOptions:
     bound: bool = True
     """Prove a bound on the first stage, and so report a gap: one CP-SAT worker solves the whole
     model with its LP relaxation. ``False`` gives that worker to large-neighbourhood search
-    too (``use_lns_only``): no bound, no gap, more improvement from a complete start in the
-    same seconds — for a caller that only wants the placements (a replay, a loop of solves)
-    and starts from a good plan. Measured in docs/BENCHMARKS.md (the trace replay)."""
+    too (``use_lns_only``): no bound, no gap, and more improvement of a complete start within
+    one solve. Over a loop of solves that gain need not last: the trace replay saved more
+    fragmentation per batch and placed less in the end (docs/BENCHMARKS.md)."""
     aggregate: bool = True
     """Count pods per class of interchangeable nodes (exact, and what makes large clusters
     solvable); ``False`` gives every node its own class, for checking the reduction."""

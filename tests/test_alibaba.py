@@ -460,13 +460,13 @@ def test_benchmark_cli_smoke_on_a_slice():
         assert not any(isinstance(v, float) and math.isnan(v) for v in row["alloc_at"].values())
 
 
-def test_replay_solves_ask_for_placements_only():
-    """A batch's solve names no pending reasons and, unless asked, proves no bound: the replay
-    reads only the placements (docs/CPSAT.md); ``--bound`` puts the bound back."""
+def test_replay_solves_name_no_reasons_and_keep_the_bound_unless_told():
+    """A batch's solve names no pending reasons (the replay reads only placements) and, like
+    ``vcopt solve``, proves a bound unless ``--no-bound`` says otherwise."""
     tasks = [task("a"), task("b", milli=500)]
     plain = replay.engine_options(tasks, replay.BatchOptions())
-    assert (plain.reasons, plain.bound) == (False, False)
-    assert replay.engine_options(tasks, replay.BatchOptions(bound=True)).bound
+    assert (plain.reasons, plain.bound) == (False, True)
+    assert not replay.engine_options(tasks, replay.BatchOptions(bound=False)).bound
 
 
 @needs_data

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace, policy: str, seed: int) -> dict[str, Any]:
         per_shape=args.per_shape,
         copies=args.copies,
         pin=not args.no_pin,
-        bound=args.bound,
+        bound=not args.no_bound,
     )
     report = None
     if args.progress:
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace, policy: str, seed: int) -> dict[str, Any]:
         row["copies"] = args.copies
         row["pinned"] = not args.no_pin
         row["workers"] = args.workers
-        row["bound"] = args.bound
+        row["bound"] = not args.no_bound
         row["solver"] = {
             status: sum(1 for s in stats if s["status"] == status)
             for status in sorted({s["status"] for s in stats})
@@ -157,10 +157,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--workers", type=int, default=2, help="cpsat-batch: CP-SAT workers")
     p.add_argument(
-        "--bound",
+        "--no-bound",
         action="store_true",
-        help="cpsat-batch: one worker proves a bound, as vcopt solve does by default (without "
-        "it every worker improves the batch's start plan)",
+        help="cpsat-batch: no worker proves a bound; every worker improves the batch's start "
+        "plan (vcopt solve --no-bound)",
     )
     p.add_argument("--data", type=Path, default=DATA, help="folder of the trace CSVs")
     p.add_argument(

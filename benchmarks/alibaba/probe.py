@@ -166,9 +166,9 @@ def main(argv: list[str] | None = None) -> int:
         help="a CP-SAT parameter, name=JSON value (repeatable)",
     )
     p.add_argument(
-        "--bound",
+        "--no-bound",
         action="store_true",
-        help="one worker proves a bound, as vcopt solve does by default (the replay does not)",
+        help="no worker proves a bound; every worker improves the start plan (as --no-bound)",
     )
     p.add_argument("--trace", default="default")
     p.add_argument("--data", type=Path, default=DATA)
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         per_shape=args.per_shape,
         copies=args.copies,
         pin=not args.no_pin,
-        bound=args.bound,
+        bound=not args.no_bound,
     )
     rows = probe(nodes, tasks, args.seed, points, batch, dict(args.param))
     print(table(rows))

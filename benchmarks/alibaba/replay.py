@@ -170,10 +170,11 @@ class BatchOptions:
     pin: bool = True
     """Each task may go only to its own shape's nodes (a required node affinity in the
     batch's instance); otherwise to every node of the batch's instance."""
-    bound: bool = False
-    """One CP-SAT worker proves a bound (``SolveOptions.bound``, on in ``vcopt solve``): the
-    replay reads only placements, and that worker's thread improves FGD's start plan more as
-    one more neighbourhood searcher."""
+    bound: bool = True
+    """One CP-SAT worker solves the whole model for a bound (``SolveOptions.bound``), as in
+    ``vcopt solve``. The replay reads no bound, but giving that worker to the neighbourhood
+    search (``False``) saved more fragmentation per batch and still placed less over six seeds
+    (docs/BENCHMARKS.md)."""
 
 
 REPLAY_WEIGHTS = {"fairness": 0, "topology": 0, "fragmentation": 1, "packing": 0}
