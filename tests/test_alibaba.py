@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from benchmarks.alibaba import __main__ as alibaba_main
 from benchmarks.alibaba import batches, policies, probe, replay, state, trace
 from models.load import from_dict
 from optimizer import trace_import as ti
@@ -467,6 +468,24 @@ def test_replay_solves_name_no_reasons_and_keep_the_bound_unless_told():
     plain = replay.engine_options(tasks, replay.BatchOptions())
     assert (plain.reasons, plain.bound) == (False, True)
     assert not replay.engine_options(tasks, replay.BatchOptions(bound=False)).bound
+
+
+def test_mix_coverage_decides_which_specs_the_batches_typical_mix_holds():
+    """19 one-GPU tasks and one eight-GPU task: the one-GPU spec alone covers 95 % of the list,
+    so FGD's coverage leaves the eight-GPU spec out and full coverage takes it in, at 1/20."""
+    tasks = [task(f"a{i}") for i in range(19)] + [task("big", cpu=8000, gpus=8)]
+    default = replay.engine_options(tasks, replay.BatchOptions()).typical_mix
+    full = replay.engine_options(tasks, replay.BatchOptions(mix_coverage=1.0)).typical_mix
+    assert [(t.gpus, t.weight) for t in default] == [(1, 1.0)]
+    assert sorted((t.gpus, t.weight) for t in full) == [(1, 0.95), (8, 0.05)]
+
+
+@pytest.mark.parametrize("bad", ["0", "1.5", "-0.1", "nan", "most"])
+def test_bad_mix_coverage_is_refused_with_exit_code_2(bad, capsys):
+    with pytest.raises(SystemExit) as stop:
+        alibaba_main.main(["--policy", "cpsat-batch", "--mix-coverage", bad])
+    assert stop.value.code == 2
+    assert "--mix-coverage" in capsys.readouterr().err
 
 
 @needs_data

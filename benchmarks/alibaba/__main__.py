@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer import trace_import as ti
+from optimizer.cpsat.fragmentation import COVERAGE
 
 from .offline import offline
 from .replay import ONLINE_POLICIES, BatchOptions, run_policy
@@ -34,6 +35,17 @@ DATA = Path(
 )
 POLICIES = (*ONLINE_POLICIES, "cpsat-batch", "cpsat-offline")
 REPORTED = (90, 95, 100, 110, 120, 130)
+
+
+def coverage(text: str) -> float:
+    """A share in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text} is not in (0, 1]")
+    return value
 
 
 def seeds(text: str) -> list[int]:
@@ -89,6 +101,7 @@ def run(args: argparse.Namespace, policy: str, seed: int) -> dict[str, Any]:
         copies=args.copies,
         pin=not args.no_pin,
         bound=not args.no_bound,
+        mix_coverage=args.mix_coverage,
     )
     report = None
     if args.progress:
@@ -117,6 +130,7 @@ def run(args: argparse.Namespace, policy: str, seed: int) -> dict[str, Any]:
         row["pinned"] = not args.no_pin
         row["workers"] = args.workers
         row["bound"] = not args.no_bound
+        row["mix_coverage"] = args.mix_coverage
         row["solver"] = {
             status: sum(1 for s in stats if s["status"] == status)
             for status in sorted({s["status"] for s in stats})
@@ -161,6 +175,12 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="cpsat-batch: no worker proves a bound; every worker improves the batch's start "
         "plan (vcopt solve --no-bound)",
+    )
+    p.add_argument(
+        "--mix-coverage",
+        type=coverage,
+        default=COVERAGE,
+        help="cpsat-batch: share of the original task list the typical mix covers (FGD's 0.95)",
     )
     p.add_argument("--data", type=Path, default=DATA, help="folder of the trace CSVs")
     p.add_argument(
