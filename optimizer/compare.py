@@ -100,6 +100,8 @@ def rows(greedy: Plan, cpsat: Plan) -> list[Row]:
         Row("wall_seconds", gs.wall_seconds if gs else None, cs.wall_seconds if cs else None, None)
     )
     out.append(Row("gap", None, cs.gap if cs else None, None))
+    for stage, gap in (cs.stage_gaps if cs else {}).items():
+        out.append(Row(f"gap {stage}", None, gap, None))
     return out
 
 

@@ -34,6 +34,11 @@ GOOD = "kind: Plan\nplacements:\n- {pod: default/train-worker-1, node: node-1}\n
             "solver.stages",
             "stage names to numbers",
         ),
+        (
+            "solver: {status: OPTIMAL, stageBounds: {work: open}}\n",
+            "solver.stageBounds",
+            "stage names to numbers",
+        ),
         ("solver: {status: OPTIMAL, speed: 3}\n", "solver.speed", "unknown field"),
         ("solver: {status: [1]}\n", "solver.status", "expected a string"),
         ("jobs: 7\n", "jobs", "expected a list"),

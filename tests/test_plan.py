@@ -75,6 +75,7 @@ def full_plan() -> Plan:
             gap=0.0,
             workers=2,
             stages={"priority": 1.5, "share": 0.25},
+            stage_bounds={"priority": 2.0, "share": 0.25},
             variables=120,
             constraints=340,
             message="hinted by greedy",

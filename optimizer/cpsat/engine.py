@@ -29,6 +29,7 @@ from ..plan import Plan, SolverInfo
 from ..progress import Progress
 from ..result import Status
 from ..verify import verify
+from .bounds import StageBounds
 from .data import Compiled, compile_instance
 from .decompose import improve
 from .expand import Expansion, expand
@@ -101,6 +102,7 @@ class _Result:
     variables: int | None = None
     constraints: int | None = None
     classes: int | None = None
+    bounds: StageBounds | None = None
 
 
 class _Solve:
@@ -267,6 +269,7 @@ class _Solve:
             model.num_variables,
             model.num_constraints,
             len(model.data.classes),
+            model.bounds(search),
         )
 
     def no_solution(self, model: CpsatModel, search: SearchResult) -> tuple[Status, str]:
@@ -293,8 +296,10 @@ class _Solve:
         if self.score(second.values) <= self.score(first.values):
             return first
         second.notes = [*first.notes, *second.notes]
-        second.objective = float(second.values.work) if first.objective is not None else None
-        second.bound = first.bound
+        second.objective = (
+            float(self.score(second.values)[0]) if first.objective is not None else None
+        )
+        second.bound, second.bounds = first.bound, first.bounds
         second.variables, second.constraints = first.variables, first.constraints
         return second
 
@@ -354,6 +359,7 @@ class _Solve:
             gap=_gap(result.bound, result.objective),
             workers=self.options.workers,
             stages={s: float(x) for s, x in result.values.as_dict(self.active).items()},
+            stage_bounds=result.bounds.for_plan(result.values) if result.bounds else {},
             variables=result.variables,
             constraints=result.constraints,
             classes=result.classes,
@@ -381,6 +387,7 @@ class _Solve:
         score = self.score(self.greedy_values)
         objective = float(score[0]) if score else None
         bound = result.bound if result and within_model(self.full, self.greedy) else None
+        bounds = result.bounds if result and bound is not None else None
         notes = [*(result.notes if result else []), reason]
         info = SolverInfo(
             status=status,
@@ -390,6 +397,7 @@ class _Solve:
             gap=_gap(bound, objective),
             workers=self.options.workers,
             stages={k: float(x) for k, x in self.greedy_values.as_dict(self.reported).items()},
+            stage_bounds=bounds.for_plan(self.greedy_values) if bounds else {},
             variables=result.variables if result else None,
             constraints=result.constraints if result else None,
             classes=len(self.full.classes),

@@ -24,6 +24,7 @@ from ..plan import Plan
 from ..progress import Progress
 from ..result import Status
 from . import affinity, constraints
+from .bounds import StageBounds
 from .data import Compiled, compile_instance
 from .evictions import eviction_allowed, eviction_caps
 from .fragmentation import typical_for
@@ -92,6 +93,10 @@ class SearchResult:
     interrupted: bool = False
     skipped: list[str] = field(default_factory=list)
     """Stages not run for lack of time (the stages before them are kept)."""
+    proved: dict[str, float] = field(default_factory=dict)
+    """Each objective's bound (its exact value where proved optimal)."""
+    held: dict[str, int] = field(default_factory=dict)
+    """The value each objective was held at, at least, for the ones after it."""
 
 
 class CpsatModel(Solvable):
@@ -172,6 +177,15 @@ class CpsatModel(Solvable):
             return [("weighted", sum(self.scales[s] * self.stages[s] for s in self.scales))]
         return [(s, self.stages[s]) for s in self.active]
 
+    def bounds(self, search: SearchResult) -> StageBounds | None:
+        """What ``search`` proved about each stage (None without a bound)."""
+        if not search.proved:
+            return None
+        order = tuple(self.active)
+        if self.options.objective == "weighted":
+            return StageBounds(order, weighted=search.proved["weighted"], scales=self.scales)
+        return StageBounds(order, proved=dict(search.proved), held=dict(search.held))
+
     def score(self, values: StageValues) -> tuple[int, ...]:
         """What "better" means for the chosen objective: the active stages in order, or the
         weighted sum."""
@@ -236,25 +250,44 @@ class CpsatModel(Solvable):
             status, interrupted = self.run(solver, _Callback(progress))
             result.statuses[name] = STATUS.get(status, Status.UNKNOWN)
             if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                # The solution read back through the derivations: auxiliaries the objective
-                # only bounds (frag_stage's CPU risks) may sit above their value in the raw one.
-                best = list(solver.response_proto.solution)
-                current = self.vars.complete({v.index: best[v.index] for v in self.vars.core()})
-                result.values = current
-                if position == 0:
-                    result.bound = solver.best_objective_bound if options.bound else None
-                    result.objective = float(value_of(expr, current))
+                optimal = status == cp_model.OPTIMAL
+                current = self._record(result, solver, name, expr, position == 0, optimal)
             if interrupted:
                 result.interrupted = True
                 break
             if position + 1 < len(objectives):
                 try:
-                    self.model.add(expr >= value_of(expr, current))
+                    result.held[name] = value_of(expr, current)
+                    self.model.add(expr >= result.held[name])
                     self._hint(current)
                 except KeyboardInterrupt:
                     result.interrupted = True
                     break
         return result
+
+    def _record(
+        self,
+        result: SearchResult,
+        solver: cp_model.CpSolver,
+        name: str,
+        expr: Expr,
+        first: bool,
+        optimal: bool,
+    ) -> Values:
+        """Keeps a stage's solution and what it proved; returns the solution read back through
+        the derivations (auxiliaries the objective only bounds, frag_stage's CPU risks, may sit
+        above their value in the raw one)."""
+        best = list(solver.response_proto.solution)
+        current = self.vars.complete({v.index: best[v.index] for v in self.vars.core()})
+        result.values = current
+        if self.options.bound:
+            proved = value_of(expr, best) if optimal else solver.best_objective_bound
+            result.proved[name] = proved
+            if first:
+                result.bound = float(proved)
+        if first:
+            result.objective = float(value_of(expr, current))
+        return current
 
 
 def weighted_scales(

@@ -297,6 +297,7 @@ def _read_solver(raw: object, bad: Report) -> SolverInfo | None:
         "gap": "gap",
         "workers": "workers",
         "stages": "stages",
+        "stageBounds": "stage_bounds",
         "variables": "variables",
         "constraints": "constraints",
         "classes": "classes",
@@ -312,10 +313,11 @@ def _read_solver(raw: object, bad: Report) -> SolverInfo | None:
         elif not _is(value, kind):
             bad("", f"solver.{key}", f"expected {_KIND_NAMES[kind]}")
             ok = False
-    stages = raw.get("stages")
-    if isinstance(stages, Mapping) and not all(_is(v, "number") for v in stages.values()):
-        bad("", "solver.stages", "expected a mapping of stage names to numbers")
-        ok = False
+    for key in ("stages", "stageBounds"):
+        stages = raw.get(key)
+        if isinstance(stages, Mapping) and not all(_is(v, "number") for v in stages.values()):
+            bad("", f"solver.{key}", "expected a mapping of stage names to numbers")
+            ok = False
     if not ok:
         return None
     kwargs = {names[k]: v for k, v in raw.items() if k in names}
@@ -331,6 +333,7 @@ _SOLVER_TYPES = {
     "gap": "number",
     "workers": "integer",
     "stages": "mapping",
+    "stageBounds": "mapping",
     "variables": "integer",
     "constraints": "integer",
     "classes": "integer",

@@ -81,6 +81,9 @@ class SolverInfo:
 
     ``fallback`` says why a CP-SAT run returned the greedy plan instead of its own (empty when
     the plan is CP-SAT's); ``classes`` is the number of node classes the model counted pods in.
+    ``gap`` is taken on the first stage, or on the whole weighted sum; ``stage_bounds`` holds,
+    per stage, the most it can reach among plans no worse on the stages before it, so that a
+    stage left open behind a dominant one shows (``stage_gaps``).
     """
 
     status: Status
@@ -90,6 +93,7 @@ class SolverInfo:
     gap: float | None = None
     workers: int | None = None
     stages: Mapping[str, float] = field(default_factory=dict)
+    stage_bounds: Mapping[str, float] = field(default_factory=dict)
     variables: int | None = None
     constraints: int | None = None
     classes: int | None = None
@@ -99,6 +103,15 @@ class SolverInfo:
     @property
     def greedy_kept(self) -> bool:
         return bool(self.fallback)
+
+    @property
+    def stage_gaps(self) -> dict[str, float]:
+        """Each bounded stage's gap, relative to the stage's value as ``gap`` is."""
+        return {
+            s: round(max(0.0, bound - self.stages[s]) / max(1.0, abs(self.stages[s])), 6)
+            for s, bound in self.stage_bounds.items()
+            if s in self.stages
+        }
 
 
 @dataclass(frozen=True)

@@ -168,6 +168,9 @@ def plan_table(plan: Plan, instance: Instance) -> str:
             text += f", objective {s.objective:g}"
         if s.gap is not None:
             text += f", gap {s.gap:.2%}"
+        open_stages = {stage: gap for stage, gap in s.stage_gaps.items() if gap > 0}
+        if open_stages:
+            text += "; stage gaps " + ", ".join(f"{k} {g:.2%}" for k, g in open_stages.items())
         text += "\n"
         if s.message:
             text += f"  {s.message}\n"

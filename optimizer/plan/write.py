@@ -75,6 +75,8 @@ def _solver_dict(s: SolverInfo) -> dict[str, Any]:
             out[key] = value
     if s.stages:
         out["stages"] = dict(s.stages)
+    if s.stage_bounds:
+        out["stageBounds"] = dict(s.stage_bounds)
     return out
 
 
