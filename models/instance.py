@@ -25,6 +25,7 @@ from .resources import Resources
 from .scheduler_conf import HELM_DEFAULT, SchedulerConf
 from .tdm import TDM_PLUGIN, ZONE_ARG_PREFIX, ZONE_LABEL, TdmConfig, configured_zones, node_zone
 from .topology import HyperNode, Topology, tiers_by_name, validate_hypernodes
+from .vocabulary import VOLCANO_SCHEDULER
 from .workload import DeviceShare, Job, Pod, Task, validate_job
 
 
@@ -42,6 +43,15 @@ class Instance:
     namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     """Namespace objects, name → labels: what a term's ``namespaceSelector`` reads (a namespace
     without an object has no labels)."""
+    scheduler_names: tuple[str, ...] = (VOLCANO_SCHEDULER,)
+    """The names Volcano answers to (its ``--scheduler-name`` flags): it schedules only pods
+    whose ``schedulerName`` is one of them."""
+    foreign_jobs: tuple[Job, ...] = ()
+    """Pods that other schedulers placed (a DaemonSet's, kube-scheduler's), each group as a
+    job. Volcano's cache puts them on their nodes and in no job, so they are node usage only:
+    their running pods hold resources, pod slots and GPU devices and count as existing pods
+    for inter-pod terms, but they belong to no queue, are never evicted and are not jobs of
+    any plan. Their pending pods are nobody's business here."""
     warnings: tuple[Problem, ...] = field(default=(), compare=False)
     source: str = field(default="", compare=False)
 
@@ -95,11 +105,27 @@ class Instance:
 
     @cached_property
     def pods(self) -> tuple[Pod, ...]:
+        """The pods of Volcano's jobs: the ones a plan may place or evict."""
         return tuple(p for j in self.jobs for p in j.pods)
+
+    @cached_property
+    def foreign_pods(self) -> tuple[tuple[Job, Pod], ...]:
+        """The running pods of other schedulers, with their jobs: room nobody can take back."""
+        return tuple((j, p) for j in self.foreign_jobs for p in j.pods if p.running)
 
     @cached_property
     def pod_by_key(self) -> Mapping[str, Pod]:
         return {p.key: p for p in self.pods}
+
+    def why_not_plannable(self, pod: str) -> str:
+        """Why a plan cannot name ``pod`` (a key that is not in :attr:`pod_by_key`)."""
+        for job, other in self.foreign_pods:
+            if other.key == pod:
+                return (
+                    f"a pod of another scheduler ({job.scheduler_name}): Volcano neither "
+                    "places nor evicts it"
+                )
+        return "no such pod in the instance"
 
     def hard_topology_limit(self, job: Job) -> int | None:
         """The tier all of ``job``'s bound pods must stay within, or None when nothing limits
@@ -165,7 +191,7 @@ def _check_jobs(
     seen: set[str] = set()
     pods: dict[str, str] = {}
     """Pod key → the key of its job: names given by ``podNames`` must not collide."""
-    for job in instance.jobs:
+    for job in (*instance.jobs, *instance.foreign_jobs):
         obj = obj_name("Job", job.name, job.namespace)
         if job.key in seen:
             diag.error(obj, "name", "duplicate job name in namespace")
@@ -174,6 +200,8 @@ def _check_jobs(
         seen.add(job.key)
         validate_job(job, diag)
         _check_running(job, obj, nodes, devices, diag)
+        if job.scheduler_name not in instance.scheduler_names:
+            continue
         spec = job.network_topology
         if (
             spec is not None

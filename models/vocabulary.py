@@ -24,6 +24,8 @@ UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 """The label the kubelet puts on every node (its name); the per-node topology key."""
 DEFAULT_NAMESPACE = "default"
+VOLCANO_SCHEDULER = "volcano"
+"""The scheduler name Volcano answers to unless started with other ``--scheduler-name`` flags."""
 SYSTEM_NAMESPACE = "kube-system"
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 """The built-in classes Volcano's ``conformance`` plugin never evicts."""

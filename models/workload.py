@@ -35,6 +35,7 @@ from .vocabulary import (
     NUMA_BIND,
     PREEMPTABLE,
     REVOCABLE_ZONE,
+    VOLCANO_SCHEDULER,
 )
 
 PENDING, INQUEUE, RUNNING = "Pending", "Inqueue", "Running"
@@ -219,6 +220,8 @@ class Job:
     """Creation order (``creationTimestamp``, then file order): Volcano's ordering fallback."""
     tasks: tuple[Task, ...] = ()
     running: tuple[RunningPod, ...] = ()
+    scheduler_name: str = VOLCANO_SCHEDULER
+    """The pods' ``spec.schedulerName``: a job of another scheduler is only node usage."""
 
     @property
     def key(self) -> str:

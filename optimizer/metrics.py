@@ -170,16 +170,19 @@ def evaluate(instance: Instance, plan: Plan) -> Metrics:
     jobs = {p.key: instance.job_by_key[p.job] for p in instance.pods}
     tasks = {key: job.task(instance.pod_by_key[key].task) for key, job in jobs.items()}
     admitted, running, pending = _job_states(instance, plan, bound)
-    gpu = _gpu_use(instance, bound, tasks)
+    # What nodes hold counts other schedulers' pods too; what jobs and queues get does not.
+    held = plan.held_pods(instance)
+    tasks.update({pod.key: job.task(pod.task) for job, pod in instance.foreign_pods})
+    gpu = _gpu_use(instance, held, tasks)
     healthy = [d for n in instance.nodes for d in n.gpus if d.health]
     plain = sum(n.allocatable.get(NVIDIA_GPU) // MILLI for n in instance.nodes if n.plain_gpus)
     gpu_total = len(healthy) + plain
     gpu_memory_total = sum(d.memory for d in healthy)
-    used = sum((tasks[b.pod].resources for b in bound.values()), EMPTY)
+    used = sum((tasks[b.pod].resources for b in held.values()), EMPTY)
     total = instance.total_allocatable
     queues = _queue_metrics(instance, bound, tasks)
     tiers, at_lowest = _topology(instance, bound, tasks)
-    free, fragmentation = _fragmentation(instance, bound, tasks, gpu.used)
+    free, fragmentation = _fragmentation(instance, held, tasks, gpu.used)
     on_revocable, evicted = _tdm_counts(instance, bound, jobs, tasks)
     soft, satisfied = soft_terms(instance, plan, bound)
     return Metrics(

@@ -186,6 +186,7 @@ def node_table(instance: Instance) -> str:
         elif node.plain_gpus:
             gpus = f"{amount_text(NVIDIA_GPU, node.allocatable.get(NVIDIA_GPU))} (plain count)"
         used = sum(1 for p in instance.pods if p.node == node.name)
+        used += sum(1 for _, p in instance.foreign_pods if p.node == node.name)
         rows.append(
             [
                 node.name,
@@ -287,6 +288,25 @@ def summary(instance: Instance) -> str:
     return text + "\n"
 
 
+def foreign_summary(instance: Instance) -> str:
+    """One line per other scheduler: its running pods are node usage, never jobs, and a
+    DaemonSet's hundreds of pods should not read as hundreds of jobs."""
+    by_scheduler: dict[str, list[tuple[Task, str]]] = {}
+    for job, pod in instance.foreign_pods:
+        assert pod.node is not None
+        by_scheduler.setdefault(job.scheduler_name, []).append((job.task(pod.task), pod.node))
+    lines = []
+    for name, pods in sorted(by_scheduler.items()):
+        nodes = len({node for _, node in pods})
+        total = sum((task.resources for task, _ in pods), Resources())
+        held = resources_text(Resources({k: v for k, v in total.items() if k != PODS}))
+        lines.append(
+            f"{len(pods)} running pod(s) of {name} (not Volcano's) on {nodes} node(s), "
+            f"holding {held}: node usage only\n"
+        )
+    return "".join(lines)
+
+
 def render(instance: Instance) -> str:
     """Every section, separated by blank lines."""
     sections = [
@@ -297,4 +317,6 @@ def render(instance: Instance) -> str:
         node_table(instance),
         job_table(instance) if instance.jobs else "No jobs.\n",
     ]
+    if instance.foreign_pods:
+        sections.append(foreign_summary(instance))
     return "\n".join(sections)

@@ -150,7 +150,11 @@ class _Builder:
         classes, default_class = self._priority_classes()
         nodes = self._nodes()
         hypernodes = tuple(_hypernode(h) for h in m.hypernodes)
-        jobs = JobReader(self.diag, classes, default_class, hypernodes).jobs(m.jobs)
+        every = JobReader(self.diag, classes, default_class, hypernodes).jobs(m.jobs)
+        names = tuple(dict.fromkeys(m.schedulerNames))
+        jobs = tuple(j for j in every if j.scheduler_name in names)
+        foreign = tuple(j for j in every if j.scheduler_name not in names)
+        self._warn_foreign_pending(foreign)
         queues = self._queues(jobs)
         return Instance(
             name=self.name,
@@ -163,8 +167,27 @@ class _Builder:
             queues=queues,
             jobs=jobs,
             namespaces=self._namespaces(),
+            scheduler_names=names,
+            foreign_jobs=foreign,
             source=file,
         )
+
+    def _warn_foreign_pending(self, foreign: Sequence[Job]) -> None:
+        """Pending pods of other schedulers are not Volcano's to place: one line says so."""
+        pending: dict[str, int] = {}
+        for job in foreign:
+            waiting = sum(1 for p in job.pods if not p.running)
+            if waiting:
+                pending[job.scheduler_name] = pending.get(job.scheduler_name, 0) + waiting
+        if pending:
+            count = sum(pending.values())
+            by_name = ", ".join(f"{name}: {n}" for name, n in sorted(pending.items()))
+            self.diag.warn(
+                self.obj,
+                "jobs",
+                f"{count} pending pod(s) of other schedulers ({by_name}) are not Volcano's to "
+                "place; they are ignored",
+            )
 
     def _namespaces(self) -> dict[str, dict[str, str]]:
         out: dict[str, dict[str, str]] = {}

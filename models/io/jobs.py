@@ -145,6 +145,7 @@ class JobReader:
             phase=raw.phase or (RUNNING if running else PENDING),
             tasks=tasks,
             running=running,
+            scheduler_name=raw.schedulerName,
         )
 
     def _priority(

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from ..queues import DEFAULT_QUEUE
-from ..vocabulary import DEFAULT_NAMESPACE
+from ..vocabulary import DEFAULT_NAMESPACE, VOLCANO_SCHEDULER
 
 ResourceList = dict[StrictStr, Any]
 Int32 = Annotated[StrictInt, Field(ge=-(2**31), le=2**31 - 1)]
@@ -258,6 +258,7 @@ class JobIn(_Strict):
     phase: StrictStr | None = None
     creationTimestamp: Any = None
     copyAnnotations: StrictBool = True
+    schedulerName: StrictStr = Field(default=VOLCANO_SCHEDULER, min_length=1, max_length=63)
     tasks: list[TaskIn] | None = Field(default=None, min_length=1)
     """Omitted for a PodGroup whose pods do not exist yet; an explicit empty list is refused,
     as Volcano's CRD refuses ``tasks: []``."""
@@ -271,6 +272,7 @@ class InstanceIn(_Strict):
     now: Any = None
     timezone: StrictStr = "UTC"
     scheduler: Any = None
+    schedulerNames: list[StrictStr] = Field(default=[VOLCANO_SCHEDULER], min_length=1)
     priorityClasses: list[PriorityClassIn] = Field(default_factory=list)
     namespaces: list[NamespaceIn] = Field(default_factory=list)
     nodes: list[NodeIn] = Field(default_factory=list)

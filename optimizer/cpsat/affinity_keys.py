@@ -60,7 +60,9 @@ def running_ns(r: RunningPod) -> str:
 
 
 def _all_tasks(instance: Instance) -> list[Task]:
-    return [t for job in instance.jobs for t in job.tasks]
+    """Tasks whose terms the model states: Volcano's, and other schedulers' running pods,
+    whose required anti-affinity still rejects a new pod."""
+    return [t for job in (*instance.jobs, *instance.foreign_jobs) for t in job.tasks]
 
 
 def has_pod_terms(instance: Instance) -> bool:

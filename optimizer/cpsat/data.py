@@ -237,6 +237,20 @@ class _Builder:
             unit.groups.append(group.index)
             self.groups.append(group)
 
+    def foreign(self) -> None:
+        """Pods of other schedulers: running pods that no unit owns and nothing evicts, so
+        they only take room (and count for inter-pod terms)."""
+        for job, pod in self.instance.foreign_pods:
+            task = job.task(pod.task)
+            shares = tuple(s for c in pod.gpus for s in c)
+            request = model_units(task.resources, round_up=True)
+            self.resources.update(request)
+            value = pod_value(task, self.largest, self.cpu_per_gpu)
+            assert pod.node is not None
+            self.running.append(
+                self._running(job, task, pod, pod.node, shares, False, request, value)
+            )
+
     def _held(self, pod: Pod) -> tuple[str, tuple[DeviceShare, ...], bool] | None:
         """(node, device shares, may be evicted) of a pod that holds room before the plan: a
         running pod, or in a view a pod the frozen part of the plan places; None otherwise
@@ -320,6 +334,7 @@ def compile_instance(
     builder = _Builder(instance, view)
     for unit in units:
         builder.unit(unit)
+    builder.foreign()
     nodes = list(instance.nodes)
     levels, domains = topology_levels(instance)
     pools = [device_pool(n) for n in nodes]

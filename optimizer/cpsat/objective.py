@@ -101,7 +101,7 @@ def stage_span(data: Compiled, stage: str) -> int:
     """An upper bound on max − min of a stage over all plans (for weighted sums)."""
     if stage == "work":
         pods = [(g.job.key, g.value, g.size) for g in data.groups]
-        pods += [(r.job.key, r.value, 1) for r in data.running]
+        pods += [(data.running[i].job.key, data.running[i].value, 1) for i in _owned(data)]
         return sum(data.weights[job] * value * size for job, value, size in pods)
     if stage == "fairness":
         return (SHARE_CAP + 1) * FILL_SCALE * len(_fair_pairs(data)) + SHARE_CAP
@@ -115,12 +115,17 @@ def stage_span(data: Compiled, stage: str) -> int:
     return EVICTION_COST * evictable + devices + len(data.nodes)
 
 
+def _owned(data: Compiled) -> list[int]:
+    """Running pods of Volcano's jobs: other schedulers' pods are room, not work."""
+    return [i for u in data.units for i in u.running]
+
+
 def _work(m: cp_model.CpModel, v: Variables, data: Compiled) -> Expr:
     del m
     new = [(data.weights[g.job.key] * g.value, v.placed(g.index)) for g in data.groups]
     kept = held_terms(
         v,
-        range(len(data.running)),
+        _owned(data),
         lambda i: data.weights[data.running[i].job.key] * data.running[i].value,
     )
     return wsum(new + [(c, e) for c, e, _ in kept])

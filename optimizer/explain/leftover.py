@@ -8,7 +8,7 @@ requests up.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from models.gpu import GpuDevice
@@ -97,6 +97,7 @@ def leftover(instance: Instance, plan: Plan, targets: Collection[str]) -> Leftov
         )
     used: dict[str, dict[str, int]] = {}
     holders: dict[tuple[str, str, int, bool], Holder] = {}
+    _take_foreign(instance, index, free, devices)
     for bound in _holding(instance, plan):
         pod = instance.pod_by_key.get(bound.pod)
         if pod is None or bound.node not in index:
@@ -126,6 +127,22 @@ def leftover(instance: Instance, plan: Plan, targets: Collection[str]) -> Leftov
         holder.pods.append(bound.pod)
         holder.shares.append(shares)
     return Leftover(free, devices, used, list(holders.values()))
+
+
+def _take_foreign(
+    instance: Instance,
+    index: Mapping[str, int],
+    free: list[dict[str, int]],
+    devices: list[list[DeviceRoom]],
+) -> None:
+    """Other schedulers' pods take room that no queue counts and no change frees."""
+    for job, pod in instance.foreign_pods:
+        if pod.node not in index:
+            continue
+        n = index[pod.node]
+        for name, amount in request_of(job.task(pod.task)).items():
+            free[n][name] = free[n].get(name, 0) - amount
+        _book(devices[n], tuple(d for c in pod.gpus for d in c))
 
 
 def _holding(instance: Instance, plan: Plan) -> list[Bound]:

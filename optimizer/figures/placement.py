@@ -58,6 +58,10 @@ class Holder:
     """Held by a pod that was running before the plan."""
 
 
+OTHER_SCHEDULERS = "(other schedulers)"
+"""The one legend entry for devices that pods of other schedulers hold."""
+
+
 @dataclass(frozen=True)
 class GpuCell:
     index: int
@@ -132,6 +136,14 @@ def placement_map(instance: Instance, plan: Plan) -> PlacementMap:
             memory = device.memory if device else 0
             held.setdefault((node.name, share.id), []).append(
                 Holder(pod.job, _equivalents(share.memory, share.cores, memory), bound.running)
+            )
+    for _, pod in instance.foreign_pods:
+        node = instance.node_by_name[pod.node or ""]
+        for share in (d for c in pod.gpus for d in c):
+            device = node.device(share.id)
+            memory = device.memory if device else 0
+            held.setdefault((node.name, share.id), []).append(
+                Holder(OTHER_SCHEDULERS, _equivalents(share.memory, share.cores, memory), True)
             )
     evicted = set()
     for eviction in plan.evictions:

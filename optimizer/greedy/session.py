@@ -186,6 +186,14 @@ class Session(SessionPlugins):
                     self.nodes[task.node].add_task(task)
                     self._book_gpus(task, self.nodes[task.node])
             self.jobs[info.uid] = info
+        for job in self.instance.foreign_jobs:
+            # Volcano's cache puts another scheduler's pod on its node and in no job: it holds
+            # room and counts for inter-pod terms, but no action sees it as a victim.
+            for task in self._job_info(job).tasks.values():
+                if task.node:
+                    task.preemptable = False
+                    self.nodes[task.node].add_task(task)
+                    self._book_gpus(task, self.nodes[task.node])
 
     def _job_info(self, job: Job) -> JobInfo:
         d = self.dims

@@ -202,7 +202,7 @@ def _entry_ok(
         return False
     known = True
     if "pod" in entry and entry["pod"] not in instance.pod_by_key:
-        bad(f'Pod "{entry["pod"]}"', f"{where}.pod", "no such pod in the instance")
+        bad(f'Pod "{entry["pod"]}"', f"{where}.pod", instance.why_not_plannable(entry["pod"]))
         known = False
     if "node" in entry and entry["node"] not in instance.node_by_name:
         bad(f'Pod "{entry.get("pod", "")}"', f"{where}.node", f"no such node {entry['node']!r}")

@@ -143,6 +143,15 @@ class Plan:
             out[p.pod] = Bound(p.pod, p.node, p.gpus, running=False)
         return out
 
+    def held_pods(self, instance: Instance) -> dict[str, Bound]:
+        """Every pod on a node once the plan is applied: :meth:`bound_pods`, and the running
+        pods of other schedulers, which hold their room whatever a plan says."""
+        out = self.bound_pods(instance)
+        for _, pod in instance.foreign_pods:
+            assert pod.node is not None
+            out[pod.key] = Bound(pod.key, pod.node, tuple(d for c in pod.gpus for d in c), True)
+        return out
+
     def job(self, key: str) -> JobDecision | None:
         for decision in self.jobs:
             if decision.job == key:

@@ -83,10 +83,11 @@ def _present(ctx: Context, pod: str, node: str) -> Present:
 def replay(ctx: Context) -> Iterator[tuple[Present, Sequence[Present]]]:
     """Each placement, in plan order, with the pods present just before it: the running pods
     that stay, then the earlier placements. Nothing when no pod carries a term."""
-    if not any(t.pod_terms for j in ctx.instance.jobs for t in j.tasks):
+    jobs = (*ctx.instance.jobs, *ctx.instance.foreign_jobs)
+    if not any(t.pod_terms for j in jobs for t in j.tasks):
         return
     fresh = {p.pod for p in ctx.plan.placements}
-    order = [_present(ctx, b.pod, b.node) for b in ctx.bound.values() if b.pod not in fresh]
+    order = [_present(ctx, b.pod, b.node) for b in ctx.held.values() if b.pod not in fresh]
     for p in ctx.plan.placements:
         me = _present(ctx, p.pod, p.node)
         yield me, order

@@ -50,16 +50,25 @@ class Context:
 
     @cached_property
     def members(self) -> Mapping[str, Member]:
-        return {p.key: Member(p, j, j.task(p.task)) for j in self.instance.jobs for p in j.pods}
+        """Every pod, other schedulers' included (rules read what they hold)."""
+        jobs = (*self.instance.jobs, *self.instance.foreign_jobs)
+        return {p.key: Member(p, j, j.task(p.task)) for j in jobs for p in j.pods}
 
     @cached_property
     def bound(self) -> Mapping[str, Bound]:
+        """Volcano's pods after the plan."""
         return self.plan.bound_pods(self.instance)
+
+    @cached_property
+    def held(self) -> Mapping[str, Bound]:
+        """Every pod on a node after the plan: Volcano's, and the running pods of other
+        schedulers, which hold their room whatever the plan says."""
+        return self.plan.held_pods(self.instance)
 
     @cached_property
     def on_node(self) -> Mapping[str, list[Bound]]:
         out: dict[str, list[Bound]] = {}
-        for b in self.bound.values():
+        for b in self.held.values():
             out.setdefault(b.node, []).append(b)
         return out
 
@@ -108,7 +117,7 @@ def check_references(instance: Instance, plan: Plan) -> None:
     for where, pod, node_name, gpus in entries:
         obj = f'Pod "{pod}"'
         if pod not in instance.pod_by_key:
-            problems.append(Problem("no such pod in the instance", obj, f"{where}.pod"))
+            problems.append(Problem(instance.why_not_plannable(pod), obj, f"{where}.pod"))
         node = instance.node_by_name.get(node_name)
         if node is None:
             problems.append(Problem(f"no such node {node_name!r}", obj, f"{where}.node"))

@@ -39,7 +39,7 @@ class _Booking:
 def _bookings(ctx: Context) -> dict[tuple[str, str], list[_Booking]]:
     """(node, device id) → every assignment on it after the plan, from pods with known devices."""
     out: dict[tuple[str, str], list[_Booking]] = {}
-    for b in ctx.bound.values():
+    for b in ctx.held.values():
         for share in b.gpus or ():
             out.setdefault((b.node, share.id), []).append(_Booking(b.pod, share, not b.running))
     return out
