@@ -2,8 +2,9 @@
 
 On a terminal one live status line (rich) shows the phase, elapsed time against the limit, the
 best objective of the current stage against the greedy plan's, the bound and the gap. When
-standard error is not a terminal (a CI log, a pipe) a plain line is printed every few seconds
-and at each phase change instead, so logs stay readable. ``--quiet`` prints nothing.
+standard error is not a terminal (a CI log, a pipe) a plain line is printed instead, on a
+phase change or a new solution, at most one every ``VCOPT_PROGRESS_INTERVAL`` seconds (5 by
+default; 0 prints every one), so logs stay readable. ``--quiet`` prints nothing.
 
 Reports come from CP-SAT's solution callbacks, which run on a solver thread: every method only
 records numbers and, at most a few times a second, writes one line.
@@ -11,6 +12,7 @@ records numbers and, at most a few times a second, writes one line.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -22,6 +24,7 @@ from rich.live import Live
 from rich.text import Text
 
 PLAIN_INTERVAL = 5.0
+INTERVAL_VARIABLE = "VCOPT_PROGRESS_INTERVAL"
 
 
 @dataclass
@@ -127,4 +130,15 @@ def reporter(quiet: bool, limit: float | None, stream: TextIO | None = None) -> 
         return Progress(limit)
     if stream.isatty():
         return LiveProgress(limit, stream)
-    return PlainProgress(limit, stream)
+    return PlainProgress(limit, stream, plain_interval())
+
+
+def plain_interval() -> float:
+    """Seconds between plain lines: ``VCOPT_PROGRESS_INTERVAL`` when it is a number ≥ 0 (a log
+    that should show every phase sets 0), else the default."""
+    text = os.environ.get(INTERVAL_VARIABLE, "")
+    try:
+        value = float(text)
+    except ValueError:
+        return PLAIN_INTERVAL
+    return value if 0 <= value < float("inf") else PLAIN_INTERVAL
