@@ -24,8 +24,10 @@ from models.instance import Instance
 
 from ..budget import Budget, TimeUp
 from ..disruption import breaches
+from ..metrics import Metrics
+from ..metrics import evaluate as measure
 from ..options import ALL_STAGES, STAGES, SolveOptions
-from ..plan import Plan, SolverInfo
+from ..plan import ADMITTED, Plan, SolverInfo
 from ..progress import Progress
 from ..result import Status
 from ..verify import verify
@@ -57,6 +59,10 @@ HYBRID_SHARE = 0.5
 (measured on the generated M cluster at 60 s: one model alone reached +2.3 % work over
 greedy, rounds alone +5.8 % but no bound)."""
 MIN_ROUNDS_SECONDS = 3.0
+MIN_TRADE_EDGE = 0.01
+"""A plan that admits fewer jobs *and* allocates less GPU than the floor must buy at least
+this much priority-weighted work over it; below, the floor is the answer (a user reads jobs
+and GPUs first, and a sub-percent work edge does not pay for both)."""
 MONOLITHIC_PAIRS = 50_000
 """``auto`` builds one model up to this many (group, class) pairs: measured on 2 cores, the
 generated L cluster (35 k pairs, 57 k variables) compiles in about 7 s and improves on greedy
@@ -351,6 +357,11 @@ class _Solve:
             return self.fallback(
                 result.status, f"CP-SAT plan not better than {self.floor_name}", result
             )
+        trade = self.trade(result)
+        if trade is not None and trade.refused:
+            return self.fallback(result.status, trade.refusal(self.floor_name), result)
+        if trade is not None:
+            result.notes = [*result.notes, trade.text(self.floor_name)]
         info = SolverInfo(
             status=result.status,
             wall_seconds=round(self.budget.elapsed(), 3),
@@ -366,6 +377,18 @@ class _Solve:
             message=self.message(result.notes),
         )
         return result.plan.replace(engine="cpsat", solver=info)
+
+    def trade(self, result: _Result) -> _Trade | None:
+        """What the plan gives up against the floor, when it admits fewer jobs or evicts more
+        pods (measured only then: the metrics cost a pass over the cluster)."""
+        floor_admitted = sum(1 for j in self.greedy.jobs if j.status == ADMITTED)
+        admitted = sum(1 for j in result.plan.jobs if j.status == ADMITTED)
+        if admitted >= floor_admitted and len(result.plan.evictions) <= len(self.greedy.evictions):
+            return None
+        work = self.greedy_values.work
+        edge = (result.values.work - work) / max(1, abs(work))
+        floor, plan = measure(self.instance, self.greedy), measure(self.instance, result.plan)
+        return _Trade(floor, plan, edge)
 
     def message(self, notes: list[str]) -> str:
         if self.floor_name != "greedy":
@@ -405,6 +428,48 @@ class _Solve:
             message=self.message(notes),
         )
         return self.greedy.replace(engine="cpsat", solver=info)
+
+
+@dataclass(frozen=True)
+class _Trade:
+    """How a plan that admits fewer jobs or evicts more pods than the floor compares with it."""
+
+    floor: Metrics
+    plan: Metrics
+    work_edge: float
+    """Priority-weighted work over the floor's, relative to it."""
+
+    @property
+    def refused(self) -> bool:
+        return (
+            self.plan.jobs_admitted < self.floor.jobs_admitted
+            and self.plan.gpu_allocated < self.floor.gpu_allocated
+            and self.work_edge < MIN_TRADE_EDGE
+        )
+
+    def text(self, floor: str) -> str:
+        """The trade in a user's units, e.g. "vs greedy: −3 jobs, −1.5 GPUs, +2 evictions,
+        +0.8 % priority-weighted work"."""
+        parts = [
+            f"{_signed(f'{self.plan.jobs_admitted - self.floor.jobs_admitted:+d}')} jobs",
+            f"{_signed(f'{self.plan.gpu_allocated - self.floor.gpu_allocated:+.3g}')} GPUs",
+        ]
+        evicted = self.plan.evictions - self.floor.evictions
+        if evicted:
+            parts.append(f"{_signed(f'{evicted:+d}')} evictions")
+        parts.append(f"{_signed(f'{self.work_edge:+.2%}')} priority-weighted work")
+        return f"vs {floor}: " + ", ".join(parts)
+
+    def refusal(self, floor: str) -> str:
+        return (
+            f"CP-SAT plan admits fewer jobs and allocates fewer GPUs than {floor} for a work "
+            f"gain below {MIN_TRADE_EDGE:.0%} ({self.text(floor)})"
+        )
+
+
+def _signed(number: str) -> str:
+    """A number formatted with its sign, the minus as a person writes it."""
+    return "−" + number[1:] if number.startswith("-") else number
 
 
 def _gap(bound: float | None, objective: float | None) -> float | None:
