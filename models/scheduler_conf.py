@@ -9,13 +9,15 @@ configuration means the Helm chart's default, which is what most clusters run.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .errors import Diagnostics
+from .golang import parse_go_bool
 from .vocabulary import NETWORK_TOPOLOGY_PLUGIN, helm_default_scheduler
 
 KNOWN_ACTIONS = ("enqueue", "allocate", "backfill", "preempt", "reclaim", "shuffle")
+"""The actions vcopt runs; the greedy engine implements every one of them."""
 EVICTING_ACTIONS = ("preempt", "reclaim")
 OTHER_ACTIONS = ("gangpreempt", "gangreclaim")
 MODELLED_PLUGINS = frozenset(
@@ -106,6 +108,68 @@ def flag_of(key: str) -> str | None:
     return _FLAGS_BY_LOWER.get(match["flag"].lower())
 
 
+PREEMPT_FLAGS = ("enableTopologyAwarePreemption", "predicateErrorCacheEnable")
+PREEMPT_COUNTS = (
+    "minCandidateNodesPercentage",
+    "minCandidateNodesAbsolute",
+    "maxCandidateNodesAbsolute",
+    "topologyAwarePreemptWorkerNum",
+)
+"""The arguments ``actions/preempt/preempt.go:parseArguments`` reads with ``GetBool`` and with
+``GetInt``. vcopt scans nodes sequentially and keeps no predicate error cache, so
+``topologyAwarePreemptWorkerNum`` and ``predicateErrorCacheEnable`` are accepted and change
+nothing."""
+
+
+@dataclass(frozen=True)
+class PreemptArguments:
+    """The preempt action's arguments (``configurations: [{name: preempt, arguments}]``),
+    with ``preempt.go:New``'s defaults."""
+
+    topology_aware: bool = False
+    """``enableTopologyAwarePreemption``: dry-run victims per node with reprieve (spec §8.1)."""
+    min_candidates_percentage: int = 10
+    min_candidates_absolute: int = 1
+    max_candidates_absolute: int = 100
+
+    @classmethod
+    def read(
+        cls, arguments: Mapping[str, object], warn: Callable[[str, str], None] | None = None
+    ) -> PreemptArguments:
+        """The arguments as Volcano reads them: a value of the wrong type keeps the default
+        (Volcano only logs it; ``warn(key, message)`` is told)."""
+        flags: dict[str, bool] = {}
+        counts: dict[str, int] = {}
+        for key in PREEMPT_FLAGS:
+            if key in arguments:
+                flag = _go_bool(arguments[key])
+                if flag is not None:
+                    flags[key] = flag
+                elif warn is not None:
+                    warn(key, f"must be true or false, got {arguments[key]!r}; Volcano ignores it")
+        for key in PREEMPT_COUNTS:
+            if key in arguments:
+                value = arguments[key]
+                if isinstance(value, int) and not isinstance(value, bool):
+                    counts[key] = value
+                elif warn is not None:
+                    warn(key, f"must be an integer, got {value!r}; Volcano ignores it")
+        return cls(
+            flags.get("enableTopologyAwarePreemption", cls.topology_aware),
+            counts.get("minCandidateNodesPercentage", cls.min_candidates_percentage),
+            counts.get("minCandidateNodesAbsolute", cls.min_candidates_absolute),
+            counts.get("maxCandidateNodesAbsolute", cls.max_candidates_absolute),
+        )
+
+
+def _go_bool(value: object) -> bool | None:
+    """``Arguments.GetBool``: a bool, or a string ``strconv.ParseBool`` reads; None where Go
+    keeps the default."""
+    if isinstance(value, bool):
+        return value
+    return parse_go_bool(value) if isinstance(value, str) else None
+
+
 @dataclass(frozen=True)
 class PluginOption:
     """One plugin entry of a tier."""
@@ -159,6 +223,10 @@ class SchedulerConf:
             for tier in self.tiers[position[0] + 1 :]
             for option in tier
         )
+
+    def preempt_arguments(self) -> PreemptArguments:
+        """The preempt action's arguments (defaults where a value is missing or mistyped)."""
+        return PreemptArguments.read(self.configurations.get("preempt", {}))
 
     @property
     def evicts(self) -> bool:
@@ -388,8 +456,25 @@ def _configurations(
         if not isinstance(args, Mapping):
             diag.error(obj, f"{path}[{i}].arguments", "must be a mapping")
             continue
-        out[entry["name"]] = {str(k): v for k, v in args.items()}
+        name = entry["name"]
+        if name in out:
+            # ``framework.GetArgOfActionFromConf`` returns the first entry of a name.
+            diag.warn(
+                obj, f"{path}[{i}].name", f"{name!r} is listed twice: Volcano reads the first"
+            )
+            continue
+        out[name] = {str(k): v for k, v in args.items()}
+        if name == "preempt":
+            _check_preempt(out[name], obj, f"{path}[{i}].arguments", diag)
     return out
+
+
+def _check_preempt(args: Mapping[str, object], obj: str, path: str, diag: Diagnostics) -> None:
+    """Warn about preempt arguments Volcano would ignore: unknown keys and mistyped values."""
+    PreemptArguments.read(args, lambda key, message: diag.warn(obj, f"{path}.{key}", message))
+    for key in args:
+        if key not in PREEMPT_FLAGS and key not in PREEMPT_COUNTS:
+            diag.warn(obj, f"{path}.{key}", "unknown preempt argument; Volcano ignores it")
 
 
 HELM_DEFAULT = parse_scheduler_conf(helm_default_scheduler(), "", Diagnostics())

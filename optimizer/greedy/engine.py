@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from models.errors import InputError, Problem, obj_name
 from models.instance import Instance
 from models.workload import PENDING as PHASE_PENDING
 
@@ -30,7 +31,7 @@ from ..plan import (
     SolverInfo,
 )
 from ..result import Status as SolveStatus
-from .actions import allocate, backfill, enqueue, preempt, reclaim
+from .actions import allocate, backfill, enqueue, preempt, reclaim, shuffle
 from .api import JobInfo, Status, TaskInfo
 from .plugins import REGISTRY
 from .session import Session
@@ -41,7 +42,9 @@ ACTIONS: dict[str, Callable[[Session], None]] = {
     "backfill": backfill.execute,
     "preempt": preempt.execute,
     "reclaim": reclaim.execute,
+    "shuffle": shuffle.execute,
 }
+"""Every action the configuration loader accepts (``KNOWN_ACTIONS``), by name."""
 
 HELD = frozenset({Status.PIPELINED, Status.ALLOCATED})
 """Statuses of pods placed in the session but not bound: a commit turns Allocated into Binding."""
@@ -58,11 +61,27 @@ def open_session(instance: Instance, seed: int = 0) -> Session:
 
 
 def run_actions(ssn: Session) -> None:
-    """The configured actions in order, then ``CloseSession``."""
+    """The configured actions in order, then ``CloseSession``.
+
+    An action without an implementation here is refused before any runs: skipping it would
+    answer for a different configuration than the one given. The loader admits only
+    ``KNOWN_ACTIONS``, so this is reached by a configuration built in code.
+    """
+    missing = [action for action in ssn.conf.actions if action not in ACTIONS]
+    if missing:
+        raise InputError(
+            [
+                Problem(
+                    f"action {name!r} is not implemented by the greedy engine "
+                    f"(implemented: {', '.join(ACTIONS)})",
+                    obj_name("Instance", ssn.instance.name),
+                    "scheduler.actions",
+                )
+                for name in dict.fromkeys(missing)
+            ]
+        )
     for action in ssn.conf.actions:
-        execute = ACTIONS.get(action)
-        if execute is not None:
-            execute(ssn)
+        ACTIONS[action](ssn)
     ssn.close()
 
 

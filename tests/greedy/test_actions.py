@@ -9,10 +9,14 @@ ties (creation-time fallback, §1.2).
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from models.errors import InputError
 from models.instance import Instance
 from models.load import loads
+from models.scheduler_conf import KNOWN_ACTIONS
 from optimizer.greedy import engine
 from optimizer.greedy.actions import allocate
 from optimizer.greedy.api import Status
@@ -535,3 +539,52 @@ def test_every_pending_job_has_a_reason() -> None:
     pending = [d for d in plan.jobs if d.status == PENDING]
     assert {d.job for d in pending} == {"default/g", "default/m"}
     assert all(d.reason for d in pending)
+
+
+# -- the configured actions ------------------------------------------------------------------
+
+
+def test_every_action_the_loader_accepts_is_run_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each name ``scheduler.actions`` may hold (``KNOWN_ACTIONS``) has an implementation, and
+    a configuration naming all of them, in reverse, runs each once in that order (each action
+    replaced by a recorder)."""
+    assert set(engine.ACTIONS) == set(KNOWN_ACTIONS)
+    ran: list[str] = []
+    for name in engine.ACTIONS:
+        monkeypatch.setitem(engine.ACTIONS, name, lambda _ssn, name=name: ran.append(name))
+    order = list(reversed(KNOWN_ACTIONS))
+    scheduler = (
+        f'scheduler:\n  actions: "{", ".join(order)}"\n'
+        "  tiers:\n  - plugins: [{name: priority}, {name: gang}]\n"
+    )
+    engine.solve(instance(one_node(4) + "jobs: []\n", scheduler))
+    assert ran == order
+
+
+def test_an_action_without_an_implementation_is_refused() -> None:
+    """A configuration built in code may name an action the loader would have dropped with a
+    warning (``gangpreempt``): the engine refuses it, naming it and ``scheduler.actions``,
+    rather than answer for a configuration without it."""
+    inst = instance(one_node(4) + "jobs: []\n")
+    conf = dataclasses.replace(inst.scheduler, actions=("enqueue", "gangpreempt", "allocate"))
+    with pytest.raises(InputError) as raised:
+        engine.solve(dataclasses.replace(inst, scheduler=conf))
+    (problem,) = raised.value.problems
+    assert problem.field == "scheduler.actions"
+    assert "'gangpreempt'" in problem.message
+
+
+def test_the_loader_warns_about_each_action_it_drops() -> None:
+    """``gangpreempt`` and ``gangreclaim`` (Volcano actions vcopt does not model) are dropped
+    with a warning naming each; an unknown name is an error."""
+    scheduler = (
+        'scheduler:\n  actions: "enqueue, gangpreempt, allocate, gangreclaim"\n'
+        "  tiers:\n  - plugins: [{name: priority}, {name: gang}]\n"
+    )
+    inst = instance(one_node(4) + "jobs: []\n", scheduler)
+    assert inst.scheduler.actions == ("enqueue", "allocate")
+    messages = [w.message for w in inst.warnings if w.field == "scheduler.actions"]
+    assert len(messages) == 2
+    assert "'gangpreempt'" in messages[0] and "'gangreclaim'" in messages[1]
+    with pytest.raises(InputError, match=r"scheduler\.actions.*unknown action 'shufle'"):
+        instance(one_node(4) + "jobs: []\n", scheduler.replace("gangreclaim", "shufle"))

@@ -33,10 +33,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from models.errors import Diagnostics
 from models.instance import Instance
 from models.load import from_dict, loads
+from models.scheduler_conf import FLAGS, PreemptArguments, parse_scheduler_conf
+from optimizer.greedy.actions.preempt import candidate_count
 from optimizer.greedy.api import TaskInfo
-from optimizer.greedy.engine import open_session, solve
+from optimizer.greedy.engine import open_session, run_actions, solve
 from optimizer.greedy.session import Session
 from optimizer.plan import Plan
 from optimizer.verify import verify
@@ -356,12 +361,17 @@ def cluster(
     queues: list[dict[str, Any]] | None = None,
     tiers: list[dict[str, Any]] | None = None,
     actions: str = "enqueue, allocate, preempt",
+    preempt: dict[str, Any] | None = None,
 ) -> Instance:
+    """``preempt``: the preempt action's arguments (``configurations``)."""
+    scheduler: dict[str, Any] = {"actions": actions, "tiers": tiers or TIERS}
+    if preempt is not None:
+        scheduler["configurations"] = [{"name": "preempt", "arguments": preempt}]
     doc = {
         "apiVersion": "vcopt/v1alpha1",
         "kind": "Instance",
         "now": "2026-11-30T14:00:00Z",
-        "scheduler": {"actions": actions, "tiers": tiers or TIERS},
+        "scheduler": scheduler,
         "nodes": nodes or [node("n1", 4)],
         "queues": queues or [{"name": "q1"}],
         "jobs": jobs,
@@ -593,3 +603,253 @@ def test_preempt_sorts_nodes_by_score_and_reclaim_takes_the_first() -> None:
         )
     )
     assert by_node(plan) == ({"lo1-t-0": "n1"}, {"hi-t-0": "n1"})
+
+
+# -- topology-aware preemption (§8.1, enableTopologyAwarePreemption) ------------------------------
+
+TOPOLOGY_AWARE = {"enableTopologyAwarePreemption": True}
+
+ANTI_AFFINITY_CASE = """
+# Volcano's TestTopologyAwarePreempt, "preempt low-priority pod when high-priority pod has
+# PodAntiAffinity conflict": every plugin in one tier with only the switches the test sets.
+apiVersion: vcopt/v1alpha1
+kind: Instance
+metadata: {name: topology-aware-preempt}
+now: "2026-11-30T14:00:00Z"
+scheduler:
+  actions: "preempt"
+  tiers:
+  - plugins:
+<plugins>
+  configurations:
+  - {name: preempt, arguments: {enableTopologyAwarePreemption: <flag>}}
+priorityClasses:
+- {name: high-priority, value: 100000}
+- {name: low-priority, value: 10}
+nodes:
+- {name: n1, labels: {kubernetes.io/hostname: n1}, allocatable: {cpu: "2", memory: 2Gi, pods: 2}}
+queues:
+- {name: q1, weight: 1, capability: {cpu: "2", memory: 2G}}
+jobs:
+- name: pg1
+  namespace: c1
+  queue: q1
+  priorityClassName: low-priority
+  minAvailable: 0
+  phase: Inqueue
+  tasks:
+  - name: preemptee2
+    replicas: 1
+    resources: {cpu: "1", memory: 1G}
+    labels: {volcano.sh/preemptable: "true", test: test}
+    affinity:
+      podAntiAffinity:
+        requiredDuringSchedulingIgnoredDuringExecution:
+        - labelSelector: {matchLabels: {volcano.sh/preemptable: "true", test: test}}
+          topologyKey: kubernetes.io/hostname
+  running: [{index: 0, node: n1}]
+- name: pg2
+  namespace: c1
+  queue: q1
+  priorityClassName: low-priority
+  minAvailable: 0
+  phase: Inqueue
+  tasks:
+  - name: preemptee1
+    replicas: 1
+    resources: {cpu: "1", memory: 1G}
+    labels: {volcano.sh/preemptable: "true"}
+  running: [{index: 0, node: n1}]
+- name: pg3
+  namespace: c1
+  queue: q1
+  priorityClassName: high-priority
+  minAvailable: 1
+  minTaskMember: {"": 1}
+  phase: Inqueue
+  tasks:
+  - name: preemptor1
+    replicas: 1
+    resources: {cpu: "1", memory: 1G}
+    labels: {test: test}
+    affinity:
+      podAntiAffinity:
+        requiredDuringSchedulingIgnoredDuringExecution:
+        - labelSelector: {matchLabels: {test: test}}
+          topologyKey: kubernetes.io/hostname
+"""
+
+
+SWITCHED_ON = {
+    "conformance": ("Preemptable",),
+    "gang": ("Preemptable", "JobPipelined", "JobStarving"),
+    "priority": ("TaskOrder", "JobOrder", "Preemptable", "JobPipelined", "JobStarving"),
+    "proportion": ("Overused", "Allocatable", "QueueOrder", "Predicate"),
+    "predicates": ("Preemptable", "Predicate"),
+    "capacity": ("QueueOrder",),
+}
+"""The Go test's one tier, with the switches it sets."""
+
+
+def anti_affinity_case(flag: str) -> Instance:
+    """The converted scenario; every switch the Go test leaves unset is off (a Go test's nil
+    switch is off: no configuration defaults are applied to it)."""
+    entries = []
+    for name, on in SWITCHED_ON.items():
+        switches = ", ".join(f"enable{f}: {str(f in on).lower()}" for f in FLAGS)
+        entries.append(f"    - {{name: {name}, {switches}}}")
+    plugins = "\n".join(entries)
+    text = ANTI_AFFINITY_CASE.replace("<plugins>", plugins).replace("<flag>", flag)
+    return loads(text, "topology-aware-preempt.yaml")
+
+
+def test_topology_aware_preemption_evicts_the_anti_affine_pod() -> None:
+    """n1 (cpu 2, pods 2) runs preemptee1 (pg2) and preemptee2 (pg1), both priority class
+    low (10); pg3 (high, 100000) waits with preemptor1, whose required anti-affinity selects
+    ``test: test`` on the hostname, which preemptee2 carries.
+
+    pg3 is starving (0 < 1). n1 fails InterPodAffinity only with Unschedulable → a candidate;
+    one node → offset 0, one candidate wanted. Preemptable: conformance, gang (both jobs ready
+    1 > minAvailable 0) and priority (10 < 100000) keep both. ValidateVictims: 0 + 2 ≥ 1.
+    Victim order: same queue, reverse job order; the priorities tie, so file order: pg2's
+    preemptee1 first. Off: FutureIdle cpu 1, pods 1; queue 1 + 1 ≤ deserved 2; but the
+    simulated Filter still counts preemptee2 → no. Off goes preemptee2: its RemovePod drops the
+    anti-affinity count → fits. Reprieve, last taken first: preemptee2 back → the count is
+    back → stays a victim; preemptee1 back → cpu 1 + 1 ≤ 2, pods 2 ≤ 2, queue 2 ≤ 2, no
+    conflict → reprieved. So preemptee2 alone is evicted (the Go test's ExpectEvicted) and
+    preemptor1 is pipelined on n1; JobPipelined (1 ≥ 1) commits. The string "true" is read as
+    Go's ParseBool reads it.
+
+    Without the argument (normal preempt) the "fits" test reads the Filter state PreFilter
+    computed before any eviction, in which preemptee2 still counts, so no prefix of victims
+    ever fits and the node's evictions are discarded: nothing happens.
+    """
+    taken = (["pg1-preemptee2-0"], ["pg3-preemptor1-0"])
+    for flag in ("true", '"true"'):
+        plan = checked(anti_affinity_case(flag))
+        evicted = sorted(e.pod.removeprefix("c1/") for e in plan.evictions)
+        pipelined = sorted(q.pod.removeprefix("c1/") for q in plan.pipelined)
+        assert (evicted, pipelined) == taken
+        assert {(e.node, e.reason) for e in plan.evictions} == {("n1", "preempt")}
+    plan = checked(anti_affinity_case("false"))
+    assert plan.evictions == ()
+    assert plan.pipelined == ()
+
+
+def test_topology_aware_preemption_reprieves_victims_it_did_not_need() -> None:
+    """n1 (cpu 4) runs a (priority 3, cpu 3) and b (priority 1, cpu 1); hi (priority 10,
+    cpu 3) waits. Victims [a, b], order lowest priority first: b, a.
+
+    - Normal preempt evicts the shortest prefix: b (1 free < 3), then a (4 free) → both.
+    - Topology-aware: b off (1 free), a off (4 free) → fits. Reprieve, a first: a back → 1
+      free → stays a victim; b back → 3 free ≥ 3 → reprieved. Only a is evicted.
+    """
+    jobs = [job("a", 3, priority=3, running=1), job("b", 1, priority=1, running=1)]
+    jobs.append(job("hi", 3, priority=10))
+    plan = checked(cluster(jobs))
+    assert by_node(plan) == ({"a-t-0": "n1", "b-t-0": "n1"}, {"hi-t-0": "n1"})
+    plan = checked(cluster(jobs, preempt=TOPOLOGY_AWARE))
+    assert by_node(plan) == ({"a-t-0": "n1"}, {"hi-t-0": "n1"})
+
+
+def two_candidates(seed: int, **arguments: Any) -> dict[str, str]:
+    """n1 and n2 (cpu 2 each) run lo (job and pod priority 1) and mid (5); hi (10, cpu 2)
+    waits; the evicted pod → its node."""
+    jobs = [
+        job("lo", 2, priority=1, running=1, node="n1", task={"priority": 1}),
+        job("mid", 2, priority=5, running=1, node="n2", task={"priority": 5}),
+        job("hi", 2, priority=10),
+    ]
+    instance = cluster(
+        jobs, nodes=[node("n1", 2), node("n2", 2)], preempt={**TOPOLOGY_AWARE, **arguments}
+    )
+    plan = solve(instance, seed=seed)
+    assert verify(instance, plan) == []
+    return by_node(plan)[0]
+
+
+def test_topology_aware_preemption_picks_the_node_with_the_lowest_priority_victim() -> None:
+    """With ``minCandidateNodesAbsolute: 2`` both nodes are dry-run (2 × 10 / 100 = 0, raised
+    to 2): n1's victims [lo], n2's [mid]. ``pickOneNodeForPreemption``: the lowest priority of
+    the highest victim → n1 (1 < 5), whatever the random offset the scan starts from."""
+    for seed in range(6):
+        assert two_candidates(seed, minCandidateNodesAbsolute=2) == {"lo-t-0": "n1"}
+
+
+def test_topology_aware_preemption_takes_the_first_working_node_from_a_random_offset() -> None:
+    """By default one candidate is wanted (2 × 10 / 100 = 0, raised to 1), so the scan stops at
+    the first node that works, starting at a random offset: over twenty seeds both n1 and n2
+    are chosen, one victim each time. Scores play no part on this path."""
+    seen = {tuple(sorted(two_candidates(seed).items())) for seed in range(20)}
+    assert seen == {(("lo-t-0", "n1"),), (("mid-t-0", "n2"),)}
+
+
+@pytest.mark.parametrize(
+    ("nodes", "arguments", "expected"),
+    [
+        (10, {}, 1),  # 10 × 10 // 100 = 1
+        (19, {}, 1),  # 1.9 → 1
+        (50, {}, 5),
+        (2000, {}, 100),  # 200, cut to maxCandidateNodesAbsolute 100
+        (5, {}, 1),  # 0, raised to minCandidateNodesAbsolute 1
+        (2, {"minCandidateNodesAbsolute": 3}, 2),  # 3, cut to the 2 nodes
+        (10, {"minCandidateNodesPercentage": 50}, 5),
+        (10, {"minCandidateNodesAbsolute": 0, "minCandidateNodesPercentage": 0}, 0),
+    ],
+)
+def test_candidate_count(nodes: int, arguments: dict[str, int], expected: int) -> None:
+    """``calculateNumCandidates``: percentage of the nodes (integer division), at least the
+    absolute minimum, at most the absolute maximum and the number of nodes."""
+    assert candidate_count(nodes, PreemptArguments.read(arguments)) == expected
+
+
+def test_preempt_arguments_are_read_as_volcano_reads_them() -> None:
+    """``Arguments.GetBool`` takes a bool or a ``strconv.ParseBool`` string; ``GetInt`` an int.
+    Anything else keeps the default, with a warning naming the argument; unknown keys are
+    warned about too."""
+    diag = Diagnostics()
+    raw = {
+        "configurations": [
+            {
+                "name": "preempt",
+                "arguments": {
+                    "enableTopologyAwarePreemption": "T",
+                    "minCandidateNodesPercentage": "20",
+                    "maxCandidateNodesAbsolute": 7,
+                    "enableTopologyAware": True,
+                },
+            }
+        ]
+    }
+    conf = parse_scheduler_conf(raw, "Instance", diag, "scheduler")
+    assert conf.preempt_arguments() == PreemptArguments(True, 10, 1, 7)
+    prefix = "scheduler.configurations[0].arguments."
+    assert sorted(w.field.removeprefix(prefix) for w in diag.warnings) == [
+        "enableTopologyAware",
+        "minCandidateNodesPercentage",
+    ]
+    assert diag.errors == []
+    bad = {
+        "configurations": [{"name": "preempt", "arguments": {"enableTopologyAwarePreemption": 1}}]
+    }
+    assert (
+        not parse_scheduler_conf(bad, "Instance", Diagnostics()).preempt_arguments().topology_aware
+    )
+
+
+def test_pods_whose_job_is_not_in_the_session_are_never_victims() -> None:
+    """n1 (cpu 4) holds ``foreign`` (cpu 2, priority 0; its PodGroup taken out of the session
+    after it opens, as for a pod of another scheduler) and lo (priority 1, cpu 2); hi
+    (priority 10, cpu 2) waits. Only lo can be a victim (Volcano's filter drops a task whose job
+    is not in ``ssn.Jobs``), in both preempt modes: lo is evicted, hi pipelined."""
+    jobs = [
+        job("foreign", 2, running=1),
+        job("lo", 2, priority=1, running=1),
+        job("hi", 2, priority=10),
+    ]
+    for preempt_arguments in (None, TOPOLOGY_AWARE):
+        ssn = open_session(cluster(jobs, preempt=preempt_arguments))
+        del ssn.jobs["default/foreign"]
+        run_actions(ssn)
+        assert [t.uid for t in ssn.records.evictions] == ["default/lo-t-0"]
+        assert [t.uid for t in ssn.records.pipelined] == ["default/hi-t-0"]

@@ -160,6 +160,84 @@ def filter_node(state: FilterState, node: NodeInfo) -> FitFailure | None:
     return None
 
 
+# -- preemption dry runs (§6.1) ------------------------------------------------------------------
+
+
+def _bump(counts: Counter[Pair], pair: Pair, delta: int) -> None:
+    """Add ``delta`` to a pair, dropping it at zero as kube-scheduler's count maps do (the
+    self-affinity exception asks whether the affinity map is empty)."""
+    counts[pair] += delta
+    if counts[pair] == 0:
+        del counts[pair]
+
+
+@dataclass
+class PreemptionState:
+    """The preemptor's Filter state during one node's preemption dry run.
+
+    Volcano's topology-aware preempt (``SimulateRemoveTask`` / ``SimulateAddTask`` /
+    ``SimulatePredicate`` of the ``predicates`` plugin) runs only InterPodAffinity's
+    ``RemovePod``, ``AddPod`` and ``Filter`` on a clone of the preemptor's PreFilter state, so
+    taking a pod off the node can lift the anti-affinity that blocked it, which the ordinary
+    Filter, reading the state PreFilter computed before the evictions, never sees.
+    """
+
+    task: TaskInfo
+    state: FilterState
+    book: TermBook
+    updates: bool = True
+    """Whether RemovePod / AddPod run: Volcano calls them only for a ``predicates`` entry with
+    ``enablePreemptable`` or ``enableAllocatable``; Filter still runs without them."""
+
+    def copy(self) -> PreemptionState:
+        """A clone of the state for another node (``CycleState.Clone``)."""
+        s = self.state
+        clone = FilterState(
+            s.skip,
+            s.affinity,
+            s.anti,
+            Counter(s.aff_counts),
+            Counter(s.anti_counts),
+            Counter(s.existing_anti),
+            s.self_match,
+        )
+        return PreemptionState(self.task, clone, self.book, self.updates)
+
+    def remove_pod(self, pod: TaskInfo, node: NodeInfo) -> None:
+        """``RemovePod``: the pod no longer counts on ``node``."""
+        self._update(pod, node, -1)
+
+    def add_pod(self, pod: TaskInfo, node: NodeInfo) -> None:
+        """``AddPod``: the pod counts on ``node`` again (a victim reprieved)."""
+        self._update(pod, node, 1)
+
+    def filter(self, node: NodeInfo) -> FitFailure | None:
+        """``Filter`` on the simulated state."""
+        return filter_node(self.state, node)
+
+    def _update(self, pod: TaskInfo, node: NodeInfo, delta: int) -> None:
+        """``preFilterState.updateWithPod``: the pod's required anti-affinity terms that match
+        the preemptor, the preemptor's affinity terms if the pod matches them all, and the
+        preemptor's anti-affinity terms the pod matches, each on the node's pair of the term's
+        key. Unlike PreFilter it reads the pod's own terms whatever the session-open lists say."""
+        s, book, task = self.state, self.book, self.task
+        if s.skip or not self.updates:
+            return
+        labels = node.node.labels
+        for term, sel in book.terms(pod.task, "required_anti"):
+            key = term.topology_key
+            if key in labels and book.match(pod, term, sel, task):
+                _bump(s.existing_anti, (key, labels[key]), delta)
+        if s.affinity and all(book.match(task, t, sel, pod) for t, sel in s.affinity):
+            for term, _ in s.affinity:
+                if term.topology_key in labels:
+                    _bump(s.aff_counts, (term.topology_key, labels[term.topology_key]), delta)
+        for term, sel in s.anti:
+            key = term.topology_key
+            if key in labels and book.match(task, term, sel, pod):
+                _bump(s.anti_counts, (key, labels[key]), delta)
+
+
 # -- score (§3) --------------------------------------------------------------------------------
 
 

@@ -6,10 +6,13 @@ Windows are read on the instance's clock (``now`` in ``timezone``) where Volcano
 ``time.Now()`` in the scheduler's local zone, with Volcano's today-anchored evaluation
 (``faithful=True``, spec §9 item 12).
 
-Volcano keeps the time of the last eviction round in a package variable that survives across
-sessions. vcopt simulates one cycle, so by default no round happened within ``tdm.evict.period``
-and ``VictimTasks`` may evict. The vcopt extension argument ``vcopt.lastEvictAt`` (RFC 3339)
-sets that time, to ask what happens right after a round.
+Volcano keeps the time of the last eviction round in a package variable (``lastEvictAt``) that
+survives across sessions and starts at Go's zero time, so the first cycle after the scheduler
+starts always may evict. vcopt simulates one cycle of a snapshot, which carries no memory of
+earlier cycles: by default it is that first cycle. The vcopt extension argument
+``vcopt.lastEvictAt`` (RFC 3339) gives the time of the previous round, to ask what a cycle
+within ``tdm.evict.period`` of it does (nothing). Within the session the round's time is this
+plugin's ``last_evict_at``, so a second ``shuffle`` in the same cycle evicts nothing.
 """
 
 from __future__ import annotations
