@@ -7,6 +7,7 @@ problem: they collect everything into a :class:`Diagnostics` and the loader rais
 
 from __future__ import annotations
 
+import reprlib
 from dataclasses import dataclass, field
 
 
@@ -66,6 +67,28 @@ def shown(text: str) -> str:
     (a newline or an RTL override cannot forge or reorder lines), and cut short."""
     safe = text if text.isascii() and text.isprintable() else ascii(text)[1:-1]
     return safe if len(safe) <= _SHOWN else safe[: _SHOWN - 3] + "..."
+
+
+class _BoundedRepr(reprlib.Repr):
+    def repr_int(self, x: int, level: int) -> str:
+        """An integer too long to print (Python refuses past 4,300 digits) by its size."""
+        if x.bit_length() > 128:
+            return f"<an integer of about {int(x.bit_length() * 0.30103)} digits>"
+        return super().repr_int(x, level)
+
+
+_REPR = _BoundedRepr()
+_REPR.maxlevel = 3
+_REPR.maxdict = _REPR.maxlist = _REPR.maxtuple = _REPR.maxset = 6
+_REPR.maxstring = _REPR.maxother = 60
+_REPR.maxlong = 40
+
+
+def shown_value(value: object) -> str:
+    """Any input value safe to print: its ``repr`` bounded in depth, items and digits before
+    it is built (a value an alias bomb repeats, or a 5,000-digit integer, costs nothing to
+    show), then escaped and cut as :func:`shown` does."""
+    return shown(_REPR.repr(value))
 
 
 def obj_name(kind: str, name: str, namespace: str = "") -> str:

@@ -16,14 +16,15 @@ checked the same way and then built by PyYAML's safe loader.
 from __future__ import annotations
 
 import codecs
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 from yaml.constructor import SafeConstructor
 from yaml.resolver import Resolver
 
-from .errors import InputError, Problem
+from .errors import InputError, Problem, shown_value
 
 try:
     _Loader: type = yaml.CSafeLoader
@@ -163,7 +164,7 @@ class _Reader:
             self.building = False
         else:
             if value in container and _same_key(container, value):
-                raise self._at(event, f"duplicate key {_shown(value)}")
+                raise self._at(event, f"duplicate key {shown_value(value)}")
             parent.key = value
             parent.pending_key = True
 
@@ -201,12 +202,6 @@ def _same_key(container: dict[object, object], key: object) -> bool:
     return any(k == key and type(k) is type(key) for k in container)
 
 
-def _shown(key: object) -> str:
-    """A key as messages show it: quoted, and cut short, since it comes from the input."""
-    text = repr(key)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 class _UniqueKeyLoader(_Loader):  # type: ignore[misc,valid-type]
     """PyYAML's safe loader, refusing a key twice in one mapping as the event reader does."""
 
@@ -223,7 +218,7 @@ class _UniqueKeyLoader(_Loader):  # type: ignore[misc,valid-type]
                 continue
             if duplicate:
                 raise yaml.constructor.ConstructorError(
-                    None, None, f"duplicate key {_shown(key)}", key_node.start_mark
+                    None, None, f"duplicate key {shown_value(key)}", key_node.start_mark
                 )
         return super().construct_mapping(node, deep)
 
@@ -239,15 +234,23 @@ def _yaml_message(err: yaml.YAMLError) -> str:
 _CHUNK = 2**20
 
 
+STDIN = "-"
+"""The file name that stands for standard input, as for every Unix tool."""
+STDIN_NAME = "<stdin>"
+
+
 def read_text(path: str | Path) -> str:
-    """The file's text, refusing unreadable, binary and oversized files.
+    """The file's text (standard input for ``-``), refusing unreadable, binary and oversized
+    input.
 
     A regular file is refused from its size alone; the limit also counts the bytes actually
-    read, so pipes and devices (``/dev/zero``, ``<(kubectl get ...)``) are bounded too; a NUL
-    byte or invalid UTF-8 stops the read at the chunk where it appears."""
+    read, so standard input, pipes and devices (``/dev/zero``, ``<(kubectl get ...)``) are
+    bounded too; a NUL byte or invalid UTF-8 stops the read at the chunk where it appears."""
     file = str(path)
     if not file:
         raise _refuse('""', "an empty file name")
+    if file == STDIN:
+        return _read_stream(sys.stdin.buffer, STDIN_NAME)
     p = Path(path)
     if p.is_dir():
         raise _refuse(file, "is a directory, not an input file")
@@ -258,22 +261,30 @@ def read_text(path: str | Path) -> str:
             f"file has {size:,} bytes, more than the limit of {MAX_BYTES:,} bytes "
             f"({MAX_BYTES // 2**20} MiB)",
         )
+    try:
+        with p.open("rb") as handle:
+            return _read_stream(handle, file)
+    except OSError as err:
+        raise _refuse(file, f"cannot read: {err.strerror}") from None
+
+
+def _read_stream(handle: BinaryIO, file: str) -> str:
+    """Up to :data:`MAX_BYTES` of UTF-8 text without NUL bytes, chunk by chunk."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     parts: list[str] = []
     total = 0
     try:
-        with p.open("rb") as handle:
-            while chunk := handle.read(_CHUNK):
-                total += len(chunk)
-                if total > MAX_BYTES:
-                    raise _refuse(
-                        file,
-                        f"more than the limit of {MAX_BYTES:,} bytes ({MAX_BYTES // 2**20} MiB)",
-                    )
-                parts.append(decoder.decode(chunk))
-                if b"\0" in chunk:
-                    raise _refuse(file, "not a text file (it holds NUL bytes)")
-            parts.append(decoder.decode(b"", final=True))
+        while chunk := handle.read(_CHUNK):
+            total += len(chunk)
+            if total > MAX_BYTES:
+                raise _refuse(
+                    file,
+                    f"more than the limit of {MAX_BYTES:,} bytes ({MAX_BYTES // 2**20} MiB)",
+                )
+            parts.append(decoder.decode(chunk))
+            if b"\0" in chunk:
+                raise _refuse(file, "not a text file (it holds NUL bytes)")
+        parts.append(decoder.decode(b"", final=True))
     except UnicodeDecodeError:
         raise _refuse(file, "not a UTF-8 text file") from None
     except OSError as err:

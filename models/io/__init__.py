@@ -8,7 +8,6 @@ builder and the same validation.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -16,14 +15,11 @@ from typing import Any
 from ..errors import InputError, Problem, obj_name
 from ..instance import Instance
 from ..vocabulary import API_GROUP, DEFAULT_NAMESPACE
-from ..yamlio import load_documents, read_text
+from ..yamlio import STDIN, STDIN_NAME, load_documents, read_text
 from .compact import from_dict
 from .kube import compact_from_objects
 
 __all__ = ["STDIN", "from_dict", "from_documents", "load", "load_inputs", "loads"]
-
-STDIN = "-"
-"""The file name that stands for standard input."""
 
 
 def load(path: str | Path) -> Instance:
@@ -47,6 +43,8 @@ def load_inputs(
     replace the input's own before validation, so they are checked as if written there.
     """
     files = [str(p) for p in paths]
+    if files.count(STDIN) > 1:
+        raise InputError([Problem("standard input (-) is named twice; it can be read once")])
     per_file = [(file, _documents(file)) for file in files]
     confs = [f for f, docs in per_file if len(docs) == 1 and _is_scheduler_conf(docs[0])]
     if confs and len(files) > 1:
@@ -79,7 +77,7 @@ def load_inputs(
     if len(files) > 1:
         first = files[0]
         overrides["metadata"] = {"name": "stdin" if first == STDIN else Path(first).stem}
-    name = ", ".join("<stdin>" if f == STDIN else f for f in files)
+    name = ", ".join(STDIN_NAME if f == STDIN else f for f in files)
     if len(files) == 1:
         return from_documents(docs, name, overrides or None)
     home = _object_files(per_file)
@@ -123,9 +121,7 @@ def _attributed(problem: Problem, home: Mapping[str, str]) -> Problem:
 
 
 def _documents(file: str) -> list[object]:
-    if file == STDIN:
-        return load_documents(sys.stdin.read(), "<stdin>")
-    return load_documents(read_text(file), file)
+    return load_documents(read_text(file), STDIN_NAME if file == STDIN else file)
 
 
 def _scheduler_conf(file: str) -> object:

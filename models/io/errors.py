@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..errors import Problem
+from ..errors import Problem, shown_value
 from ..vocabulary import DEFAULT_NAMESPACE
 
 KINDS = {
@@ -111,11 +111,5 @@ def message(e: Mapping[str, Any]) -> str:
     if kind == "missing":
         return "required field is missing"
     if kind in _EXPECTED:
-        return f"expected {_EXPECTED[kind]}, got {_shown(e.get('input'))}"
+        return f"expected {_EXPECTED[kind]}, got {shown_value(e.get('input'))}"
     return str(e["msg"]).lower()
-
-
-def _shown(value: object) -> str:
-    """The wrong value, cut short: a message quotes the field, not a pasted document."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
