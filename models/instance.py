@@ -272,13 +272,6 @@ def _check_running(
             for d, share in enumerate(container):
                 path = f"{field}.gpus[{c}][{d}]" if nested else f"{field}.gpus[{d}]"
                 devices.book(node, share, obj, path, diag)
-        if task.gpu and not pod.gpus and node.gpus:
-            diag.warn(
-                obj,
-                f"{field}.gpus",
-                "a running GPU pod without devices holds none of its node's GPUs in vcopt's "
-                "accounting; list the devices it uses",
-            )
 
 
 class _DeviceUse:

@@ -250,7 +250,17 @@ def read_text(path: str | Path) -> str:
     if not file:
         raise _refuse('""', "an empty file name")
     if file == STDIN:
-        return _read_stream(sys.stdin.buffer, STDIN_NAME)
+        raw = getattr(sys.stdin, "buffer", None)
+        if raw is not None:
+            return _read_stream(raw, STDIN_NAME)
+        # A text stream standing in for standard input (an embedding program's): bounded
+        # the same way, in characters.
+        text = sys.stdin.read(MAX_BYTES + 1)
+        if len(text) > MAX_BYTES:
+            raise _refuse(STDIN_NAME, f"more than the limit of {MAX_BYTES:,} bytes")
+        if "\0" in text:
+            raise _refuse(STDIN_NAME, "not a text file (it holds NUL bytes)")
+        return text
     p = Path(path)
     if p.is_dir():
         raise _refuse(file, "is a directory, not an input file")

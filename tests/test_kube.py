@@ -183,10 +183,12 @@ def test_a_document_that_is_not_a_mapping_is_an_error() -> None:
 
 
 def test_errors_stop_the_loader_with_the_file_name() -> None:
+    """train-w-0 and train-w-1 are named as one vcjob task's pods, so they come from one
+    template; train-w-1 asking for 2 CPUs is an error, reported with the file's name."""
     with pytest.raises(InputError) as err:
-        from_documents([_podgroup(), _pod("trainer")], "dump.yaml")
+        from_documents([_podgroup(), _pod("train-w-0"), _pod("train-w-1", cpu="2")], "dump.yaml")
     assert [(p.file, p.obj, p.field) for p in err.value.problems] == [
-        ("dump.yaml", 'Pod "default/trainer"', "metadata.name")
+        ("dump.yaml", 'Pod "default/train-w-1"', "spec.containers[0].resources.requests.cpu")
     ]
 
 
@@ -219,29 +221,29 @@ def test_task_spec_annotation_names_the_task_and_pods_keep_their_names() -> None
     assert (task["name"], task["podNames"]) == ("worker", ["train-worker-0"])
 
 
-def test_malformed_pod_names_are_errors() -> None:
-    """trainer has no -<index>; other-worker-0 does not start with its PodGroup's name and has
-    no task-spec annotation, so neither task nor index can be read."""
-    _, errors, _ = _translate(_podgroup(), _pod("trainer"), _pod("other-worker-0"), _pod("train-0"))
-    assert [(p.obj, p.field) for p in errors] == [
-        ('Pod "default/trainer"', "metadata.name"),
-        ('Pod "default/other-worker-0"', "metadata.name"),
-        ('Pod "default/train-0"', "metadata.name"),
-    ]
-    assert "-<index>" in errors[0].message
-    assert "'train'" in errors[1].message
+def test_pods_of_any_name_join_their_podgroup() -> None:
+    """trainer has no -<index>, other-worker-0 does not start with its PodGroup's name, train-0
+    has no task between PodGroup and index, and none has a task-spec or role label: alike in
+    everything, they are one task ``main`` of 3 pods. They are ordered by (name before the
+    index, index), a name without an index counting as a whole: other-worker/0, train/0,
+    trainer."""
+    compact, errors, _ = _translate(
+        _podgroup(), _pod("trainer"), _pod("other-worker-0"), _pod("train-0")
+    )
+    assert errors == []
+    [task] = compact["jobs"][0]["tasks"]
+    assert (task["name"], task["replicas"]) == ("main", 3)
+    assert task["podNames"] == ["other-worker-0", "train-0", "trainer"]
 
 
-def test_pod_indices_must_run_from_zero() -> None:
-    """Indices 0 and 2 for a task of 2 pods: the pod with index 2 is out of place."""
-    _, errors, _ = _translate(_podgroup(), _pod("train-w-0"), _pod("train-w-2"))
-    assert errors == [
-        Problem(
-            "index 2: the 2 pods of task 'w' must be numbered 0..1",
-            'Pod "default/train-w-2"',
-            "metadata.name",
-        )
-    ]
+def test_a_gap_in_the_indices_keeps_the_pods_and_their_names() -> None:
+    """train-w-1 is gone (finished, deleted): the task w has the 2 pods that are there, in
+    index order, each under its own name."""
+    compact, errors, _ = _translate(_podgroup(), _pod("train-w-2"), _pod("train-w-0"))
+    assert errors == []
+    [task] = compact["jobs"][0]["tasks"]
+    assert (task["name"], task["replicas"]) == ("w", 2)
+    assert task["podNames"] == ["train-w-0", "train-w-2"]
 
 
 def test_pods_of_one_task_with_different_specs_are_an_error() -> None:
@@ -363,8 +365,9 @@ def test_hami_annotation_with_the_wrong_container_count_is_an_error() -> None:
 
 
 def test_finished_and_foreign_pods() -> None:
-    """Succeeded pods are dropped; a pending pod of another scheduler is not Volcano's; a bound
-    one still uses its node, so it stays as a running one-pod job."""
+    """A Succeeded pod holds nothing; a pending pod of default-scheduler is not Volcano's; a
+    bound one holds its node's room, so it stays as a job of its scheduler: no queue, one task
+    with the pod's name and its requests, running on n1. Each kind is one summary warning."""
     done = _pod("train-w-0", phase="Succeeded")
     foreign = _pod("web", group=None)
     foreign["spec"]["schedulerName"] = "default-scheduler"
@@ -372,12 +375,28 @@ def test_finished_and_foreign_pods() -> None:
     bound["spec"]["schedulerName"] = "default-scheduler"
     compact, errors, warnings = _translate(_podgroup(), done, foreign, bound)
     assert errors == []
-    assert _has(warnings, 'Pod "default/train-w-0"', "status.phase", "Succeeded")
-    assert _has(warnings, 'Pod "default/web"', "spec.schedulerName", "ignored")
+    assert [w.message for w in warnings if not w.obj] == [
+        "1 finished pod (Succeeded: 1) is ignored: a finished pod holds nothing",
+        "1 pending pod of another scheduler (default-scheduler: 1) is not Volcano's and is ignored",
+    ]
     assert _has(warnings, 'PodGroup "default/train"', "", "no pods")
+    assert len(warnings) == 3
     assert [j["name"] for j in compact["jobs"]] == ["train", "dns"]
     assert "tasks" not in compact["jobs"][0]
-    assert compact["jobs"][1]["running"] == [{"index": 0, "node": "n1", "task": "main"}]
+    assert compact["jobs"][1] == {
+        "name": "dns",
+        "namespace": "default",
+        "schedulerName": "default-scheduler",
+        "tasks": [
+            {
+                "name": "main",
+                "replicas": 1,
+                "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+                "podNames": ["dns"],
+            }
+        ],
+        "running": [{"index": 0, "node": "n1", "task": "main"}],
+    }
 
 
 def test_lone_pod_takes_its_queue_from_the_annotation() -> None:
@@ -527,3 +546,211 @@ def test_namespace_objects_bring_their_labels() -> None:
     inst = from_documents([_node(), ns], "dump.yaml")
     assert inst.namespaces == {"ml": {"t": "a"}}
     assert not any("Namespace" in p.obj for p in inst.warnings)
+
+
+# -- whose pods, and which pods hold room ----------------------------------------------------
+
+
+def _snapshot_configmap(**data: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "vcopt-snapshot", "namespace": "default"},
+        "data": data,
+    }
+
+
+def test_scheduler_names_come_from_the_snapshot_configmap_even_after_the_pods() -> None:
+    """The ConfigMap comes last and names volcano and volcano-gpu: the bound pod of
+    volcano-gpu is Volcano's (a lone job in queue default), the one of kube-scheduler is usage
+    only. The names reach the compact form, in the order written, blanks dropped."""
+    gpu_pod = _pod("a", group=None, node="n1", phase="Running")
+    gpu_pod["spec"]["schedulerName"] = "volcano-gpu"
+    other = _pod("b", group=None, node="n1", phase="Running")
+    other["spec"]["schedulerName"] = "default-scheduler"
+    compact, errors, warnings = _translate(
+        _node(), gpu_pod, other, _snapshot_configmap(schedulerNames="volcano, volcano-gpu,")
+    )
+    assert (errors, warnings) == ([], [])
+    assert compact["schedulerNames"] == ["volcano", "volcano-gpu"]
+    assert [(j["name"], j.get("queue"), j.get("schedulerName")) for j in compact["jobs"]] == [
+        ("a", "default", None),
+        ("b", None, "default-scheduler"),
+    ]
+
+
+def test_scheduler_names_that_name_nothing_are_an_error() -> None:
+    _, errors, _ = _translate(_snapshot_configmap(schedulerNames=" , "))
+    assert errors == [
+        Problem(
+            "expected comma-separated scheduler names, got none",
+            'ConfigMap "default/vcopt-snapshot"',
+            "data.schedulerNames",
+        )
+    ]
+
+
+def test_a_vcjob_of_another_scheduler_is_judged_once_the_names_are_known() -> None:
+    """The vcjob asks for scheduler batch; the ConfigMap after it makes batch one of
+    Volcano's names, so the job is read."""
+    vcjob = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": "train", "namespace": "default"},
+        "spec": {
+            "schedulerName": "batch",
+            "tasks": [
+                {
+                    "name": "w",
+                    "replicas": 1,
+                    "template": {"spec": {"containers": [{"name": "c", "image": "x"}]}},
+                }
+            ],
+        },
+    }
+    ignored, _, warnings = _translate(_node(), vcjob)
+    assert "jobs" not in ignored
+    assert _has(warnings, 'Job "default/train"', "spec.schedulerName", "not Volcano's; ignored")
+    read, errors, _ = _translate(_node(), vcjob, _snapshot_configmap(schedulerNames="batch"))
+    assert errors == []
+    assert [j["name"] for j in read["jobs"]] == ["train"]
+
+
+def test_a_pod_of_another_scheduler_is_usage_even_when_it_names_a_podgroup() -> None:
+    """train-w-1 carries the group annotation but is default-scheduler's: it is no member of
+    PodGroup train (whose task w has train-w-0 alone) but usage of n1. Of its task only what
+    holds room or meets other pods' terms stays: no priority, node selector, tolerations or
+    node affinity; its labels and pod anti-affinity stay (the group annotation is the
+    scheduler's bookkeeping, as on every pod)."""
+    member = _pod("train-w-0")
+    foreign = _pod("train-w-1", node="n1", phase="Running")
+    foreign["metadata"]["labels"] = {"app": "agent"}
+    anti = {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"a": "b"}}}
+        ]
+    }
+    foreign["spec"].update(
+        {
+            "schedulerName": "default-scheduler",
+            "priority": 2000001000,
+            "priorityClassName": "system-node-critical",
+            "nodeSelector": {"kubernetes.io/os": "linux"},
+            "tolerations": [{"operator": "Exists"}],
+            "affinity": {"nodeAffinity": {"x": 1}, "podAntiAffinity": anti},
+        }
+    )
+    compact, errors, _ = _translate(_node(), _podgroup(), member, foreign)
+    assert errors == []
+    train, usage = compact["jobs"]
+    assert [(t["name"], t["replicas"]) for t in train["tasks"]] == [("w", 1)]
+    assert usage["schedulerName"] == "default-scheduler" and "queue" not in usage
+    assert usage["tasks"][0] == {
+        "name": "main",
+        "replicas": 1,
+        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+        "labels": {"app": "agent"},
+        "podNames": ["train-w-1"],
+        "affinity": {"podAntiAffinity": anti},
+    }
+
+
+def test_terminating_pods_hold_their_node_until_they_are_gone() -> None:
+    """Both pods of task w are being deleted: train-w-0 is bound to n1, so it is read as
+    running there (Releasing in Volcano's cache); train-w-1 was never bound and is ignored.
+    One warning says both."""
+    deleting = {"deletionTimestamp": "2026-11-30T13:59:00Z"}
+    bound = _pod("train-w-0", node="n1", phase="Running")
+    unbound = _pod("train-w-1")
+    for pod in (bound, unbound):
+        pod["metadata"].update(deleting)
+    compact, errors, warnings = _translate(_node(), _podgroup(), bound, unbound)
+    assert errors == []
+    [job] = compact["jobs"]
+    assert [(t["name"], t["replicas"]) for t in job["tasks"]] == [("w", 1)]
+    assert job["running"] == [{"index": 0, "node": "n1", "task": "w"}]
+    assert [w.message for w in warnings] == [
+        "2 terminating pods (deletionTimestamp set): 1 bound is read as running, since "
+        "Volcano counts a Releasing pod on its node until it is gone (vcopt also counts it for "
+        "topology spread, which Volcano does not); 1 not bound is ignored"
+    ]
+
+
+def test_a_node_without_status_has_not_registered() -> None:
+    """A Node object with no status (a node the autoscaler just created): one warning on
+    status.allocatable, and nothing may be placed on it. A node with its allocatable but no
+    conditions is just read."""
+    bare = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "new"}, "spec": {}}
+    compact, errors, warnings = _translate(bare, _node("old"))
+    assert errors == []
+    assert compact["nodes"] == [
+        {"name": "new", "unschedulable": True},
+        {"name": "old", "allocatable": {"cpu": "8", "memory": "32Gi"}},
+    ]
+    assert warnings == [
+        Problem(
+            "not reported: the node has not registered, so it is read as unschedulable "
+            "(Volcano places nothing on it)",
+            'Node "new"',
+            "status.allocatable",
+        )
+    ]
+
+
+# -- tasks of PodGroups whatever their pods are called ---------------------------------------
+
+
+def _labelled(name: str, labels: dict[str, str], cpu: str = "1") -> dict[str, Any]:
+    pod = _pod(name, cpu=cpu)
+    pod["metadata"]["labels"] = labels
+    return pod
+
+
+def test_pods_of_one_role_that_differ_split_into_numbered_tasks() -> None:
+    """Three executors by spark-role; exec-2 asks for 2 CPUs where the others ask for 1: the
+    role splits into executor (exec-1, exec-3) and executor-2 (exec-2), no error."""
+    role = {"spark-role": "executor"}
+    compact, errors, _ = _translate(
+        _podgroup(),
+        _labelled("app-exec-1", role),
+        _labelled("app-exec-2", role, cpu="2"),
+        _labelled("app-exec-3", role),
+    )
+    assert errors == []
+    tasks = compact["jobs"][0]["tasks"]
+    assert [(t["name"], t["replicas"], t["podNames"]) for t in tasks] == [
+        ("executor", 2, ["app-exec-1", "app-exec-3"]),
+        ("executor-2", 1, ["app-exec-2"]),
+    ]
+
+
+def test_ray_worker_groups_and_role_names_become_dns_labels() -> None:
+    """KubeRay: a worker of group Small_GPU is task worker-small-gpu (lowercase, '_' as '-'),
+    the head is head whatever its group; a Kubeflow pod labelled replica-type Master is
+    master; app.kubernetes.io/component 'API server' is api-server."""
+    compact, errors, _ = _translate(
+        _podgroup(),
+        _labelled("h-x7k2p", {"ray.io/node-type": "head", "ray.io/group": "headgroup"}),
+        _labelled("w-9qz1c", {"ray.io/node-type": "worker", "ray.io/group": "Small_GPU"}),
+        _labelled("m-0", {"training.kubeflow.org/replica-type": "Master"}),
+        _labelled("api-q2", {"app.kubernetes.io/component": "API server"}),
+    )
+    assert errors == []
+    names = [t["name"] for t in compact["jobs"][0]["tasks"]]
+    assert names == ["head", "worker-small-gpu", "master", "api-server"]
+
+
+def test_a_role_task_takes_a_number_when_a_named_task_has_its_name() -> None:
+    """train-worker-0 is task worker by the vcjob naming; pod p carries
+    training.kubeflow.org/replica-type worker but is another task, so it is worker-2."""
+    compact, errors, _ = _translate(
+        _podgroup(),
+        _pod("train-worker-0"),
+        _labelled("p", {"training.kubeflow.org/replica-type": "worker"}),
+    )
+    assert errors == []
+    tasks = compact["jobs"][0]["tasks"]
+    assert [(t["name"], t.get("podNames")) for t in tasks] == [
+        ("worker", None),
+        ("worker-2", ["p"]),
+    ]

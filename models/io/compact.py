@@ -20,6 +20,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..affinity import DNS_LABEL
+from ..assumed_devices import with_assumed_devices
 from ..cluster import TAINT_EFFECTS, Node, Taint, with_gpu_allocatable
 from ..errors import Diagnostics, InputError, Problem, obj_name
 from ..gpu import (
@@ -151,6 +152,9 @@ class _Builder:
         nodes = self._nodes()
         hypernodes = tuple(_hypernode(h) for h in m.hypernodes)
         every = JobReader(self.diag, classes, default_class, hypernodes).jobs(m.jobs)
+        # Volcano's and other schedulers' running pods share devices: both hold what they
+        # hold, even where no annotation says which cards.
+        every = with_assumed_devices(nodes, every, self.diag)
         names = tuple(dict.fromkeys(m.schedulerNames))
         jobs = tuple(j for j in every if j.scheduler_name in names)
         foreign = tuple(j for j in every if j.scheduler_name not in names)

@@ -4,18 +4,25 @@ A snapshot of a live cluster is a stream of Kubernetes objects. They are not bui
 objects here: they are translated into the compact ``kind: Instance`` document and handed to
 the same loader, so that the two forms cannot disagree on defaults or validation. This package
 only knows how Kubernetes, Volcano and HAMi spell things in live objects: which fields are
-bookkeeping, how a vcjob names its pods, where a bound pod's GPU devices are written.
+bookkeeping, how operators name and label pods, where a bound pod's GPU devices are written.
 
 Conventions for what kubectl objects cannot say by themselves:
 
-- A pod without a PodGroup (or whose PodGroup is not in the dump) becomes a one-pod job named
-  after the pod, with the single task ``main``; the pod keeps its own name in plans.
-- ``now`` (and ``timezone``) are read from the data of a ConfigMap named ``vcopt-snapshot``;
-  without it the loader reads TDM windows at the current time.
+- ``now``, ``timezone`` and ``schedulerNames`` (Volcano's ``--scheduler-name`` flags,
+  comma-separated, default ``volcano``) are read from the data of a ConfigMap named
+  ``vcopt-snapshot``; without ``now`` the loader reads TDM windows at the current time.
+- A pod whose ``schedulerName`` is not one of Volcano's is node usage only (``workload.py``);
+  a pod without one, which only a hand-written dump has, is read as Volcano's.
+- A PodGroup's pods become its tasks by what makes them alike, whatever their names
+  (``members.py``); every pod keeps its cluster name in plans.
+- A pod without a PodGroup (or whose PodGroup is not in the dump) becomes a one-pod job
+  named after the pod, with the single task ``main``.
 - A vcjob becomes the PodGroup and pods its controller makes (``vcjob.py``), after the job
   webhook's admission (``admission.py``).
 - A PodGroup without pods in the dump stays as a job without tasks: enqueue decides on it
   (minMember, minResources), but vcopt cannot place pods it cannot see.
+- Finished pods, terminating pods and pending pods of other schedulers are summed up in one
+  warning each, however many there are.
 """
 
 from __future__ import annotations
@@ -128,7 +135,7 @@ def _translate(docs: Sequence[object], name: str, diag: Diagnostics) -> dict[str
         "nodes": cluster.nodes,
         "hypernodes": cluster.hypernodes,
         "queues": cluster.queues,
-        "jobs": workload.jobs(cluster.queues),
+        "jobs": workload.jobs(cluster.queues, cluster.scheduler_names),
     }
     out.update({key: items for key, items in sections.items() if items})
     return out

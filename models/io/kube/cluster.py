@@ -1,8 +1,12 @@
 """The cluster objects of a dump: Nodes, HyperNodes, Queues, PriorityClasses, ConfigMaps.
 
 Each is translated into its entry of the compact form as it comes; only the fields the
-compact form has are kept, and a Node that is not Ready is read as unschedulable, as Volcano
-places nothing on it.
+compact form has are kept. A Node that is not Ready, or that has not registered (no
+``status.allocatable``), is read as unschedulable, as Volcano places nothing on it.
+
+The ``vcopt-snapshot`` ConfigMap carries what a dump cannot say by itself: ``now``,
+``timezone`` and ``schedulerNames`` (Volcano's ``--scheduler-name`` flags, comma-separated;
+default ``volcano``), which decide whose pods Volcano schedules.
 """
 
 from __future__ import annotations
@@ -11,12 +15,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...errors import Diagnostics, InputError
+from ...vocabulary import VOLCANO_SCHEDULER
 from ...yamlio import load_documents
 from .objects import KubeObject, ObjectReader, type_name
 
 SCHEDULER_CONF_KEY = "volcano-scheduler.conf"
 QUEUE_HIERARCHY_ANNOTATIONS = ("volcano.sh/hierarchy", "volcano.sh/hierarchy-weights")
 SNAPSHOT_CONFIGMAP = "vcopt-snapshot"
+SCHEDULER_NAMES_KEY = "schedulerNames"
+"""The snapshot ConfigMap key (and compact field) naming the schedulers Volcano answers to."""
 
 
 class ClusterReader(ObjectReader):
@@ -58,12 +65,20 @@ class ClusterReader(ObjectReader):
         if taints:
             node["taints"] = taints
         allocatable = self._mapping(o, status, "allocatable", "status.allocatable")
-        if allocatable:
-            node["allocatable"] = dict(allocatable)
         unschedulable = spec.get("unschedulable", False)
         if not isinstance(unschedulable, bool):
             self.diag.error(o.obj, "spec.unschedulable", "expected true or false")
             unschedulable = False
+        if allocatable:
+            node["allocatable"] = dict(allocatable)
+        elif status.get("allocatable") in (None, {}):
+            self.diag.warn(
+                o.obj,
+                "status.allocatable",
+                "not reported: the node has not registered, so it is read as unschedulable "
+                "(Volcano places nothing on it)",
+            )
+            unschedulable = True
         ready = _condition(self._list(o, status, "conditions", "status.conditions"), "Ready")
         if ready not in (None, "True") and not unschedulable:
             self.diag.warn(
@@ -128,10 +143,33 @@ class ClusterReader(ObjectReader):
                     self.diag.error(o.obj, f"data.{key}", "set by two vcopt-snapshot ConfigMaps")
                 elif key in ("now", "timezone"):
                     self.snapshot[key] = value
+                elif key == SCHEDULER_NAMES_KEY:
+                    self._scheduler_names(o, value)
                 elif key != SCHEDULER_CONF_KEY:
-                    self.diag.warn(o.obj, f"data.{key}", "unknown key (expected now, timezone)")
+                    self.diag.warn(
+                        o.obj,
+                        f"data.{key}",
+                        f"unknown key (expected now, timezone, {SCHEDULER_NAMES_KEY})",
+                    )
         if not used:
             self.diag.warn(o.obj, "", "not a snapshot object; ignored")
+
+    @property
+    def scheduler_names(self) -> tuple[str, ...]:
+        """The names Volcano answers to: the snapshot ConfigMap's, else Volcano's default."""
+        return tuple(self.snapshot.get(SCHEDULER_NAMES_KEY, (VOLCANO_SCHEDULER,)))
+
+    def _scheduler_names(self, o: KubeObject, value: object) -> None:
+        """Volcano's ``--scheduler-name`` flags, written as one comma-separated string."""
+        field = f"data.{SCHEDULER_NAMES_KEY}"
+        if not isinstance(value, str):
+            self.diag.error(o.obj, field, f"expected a string, got {type_name(value)}")
+            return
+        names = list(dict.fromkeys(n.strip() for n in value.split(",") if n.strip()))
+        if not names:
+            self.diag.error(o.obj, field, "expected comma-separated scheduler names, got none")
+            return
+        self.snapshot[SCHEDULER_NAMES_KEY] = names
 
     def _scheduler_conf(self, o: KubeObject, text: object) -> None:
         field = f"data.{SCHEDULER_CONF_KEY}"

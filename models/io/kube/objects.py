@@ -47,6 +47,9 @@ class PodView:
     path: str = "spec"
     """Where the pod spec sits in its object: ``spec`` for a Pod, a task's template spec for
     the pods a vcjob will have."""
+    scheduler: str | None = None
+    """``spec.schedulerName``; None when not written (only hand-written pods lack it, since the
+    API server defaults it), which is read as Volcano's."""
 
 
 class ObjectReader:

@@ -1,13 +1,15 @@
 """The pods of one task, read back into the task and running entries of the compact form.
 
 A task's pods must agree on everything that makes up the task (requests, priority, node
-selection, tolerations); labels and annotations that controllers write per pod are dropped
-with a warning, unless they are in a domain vcopt reads. A bound pod's GPU devices are read
-from the allocation annotations HAMi or Volcano wrote on it.
+selection, tolerations): :func:`likeness` is what they share, by which a PodGroup's pods are
+grouped into tasks. Labels and annotations that controllers write per pod are dropped with a
+warning, unless they are in a domain vcopt reads. A bound pod's GPU devices are read from the
+allocation annotations HAMi or Volcano wrote on it.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -39,10 +41,9 @@ _UNSET = (None, "", {}, [])
 class TaskReader(ObjectReader):
     """Turns the pods of one task into its compact task and running entries."""
 
-    def task(self, name: str, indexed: list[tuple[int, PodView]]) -> dict[str, Any]:
-        """One task from its pods, which must be numbered 0..n-1 and identical."""
-        self._check_alike(name, indexed)
-        views = [view for _, view in indexed]
+    def task(self, name: str, views: Sequence[PodView]) -> dict[str, Any]:
+        """One task from its pods, in order; they must be identical in what makes up a task."""
+        self._check_alike(views)
         ref = views[0]
         spec = ref.spec
         resources, init = self._pod_resources(ref)
@@ -60,20 +61,10 @@ class TaskReader(ObjectReader):
         }
         return {key: value for key, value in task.items() if value not in _UNSET}
 
-    def _check_alike(self, name: str, indexed: list[tuple[int, PodView]]) -> None:
-        ordered = sorted(indexed, key=lambda item: item[0])
-        for expected, (index, view) in enumerate(ordered):
-            if index != expected:
-                self.diag.error(
-                    view.o.obj,
-                    "metadata.name",
-                    f"index {index}: the {len(ordered)} pods of task {name!r} must be "
-                    f"numbered 0..{len(ordered) - 1}",
-                )
-                break
-        ref = indexed[0][1]
+    def _check_alike(self, views: Sequence[PodView]) -> None:
+        ref = views[0]
         reference = _projection(ref)
-        for _, view in indexed[1:]:
+        for view in views[1:]:
             field = _first_difference(reference, _projection(view), "spec")
             if field is not None:
                 self.diag.error(
@@ -262,6 +253,16 @@ def _projection(view: PodView) -> dict[str, Any]:
         "initContainers": resources(view.init_containers),
         **{key: view.spec.get(key) for key in _COMPARED_SPEC},
     }
+
+
+def likeness(view: PodView) -> str:
+    """What a pod shares with the other pods of its task: its projection and the labels and
+    annotations vcopt reads, as one comparable text."""
+    read = {
+        "labels": {k: v for k, v in view.labels.items() if _read_by_vcopt(k)},
+        "annotations": {k: v for k, v in view.task_annotations.items() if _read_by_vcopt(k)},
+    }
+    return json.dumps([_projection(view), read], sort_keys=True, default=str)
 
 
 def _first_difference(a: object, b: object, path: str) -> str | None:

@@ -17,13 +17,12 @@ from typing import Any
 
 from ...quantity import QuantityError
 from ...resources import PODS, format_amount, parse_amount
-from ...vocabulary import JOB_NAME, TASK_INDEX, TASK_SPEC
+from ...vocabulary import JOB_NAME, TASK_INDEX, TASK_SPEC, VOLCANO_SCHEDULER
 from . import admission
 from .objects import KubeObject, PodView
 from .tasks import INDEX, TaskReader
 
 VCJOB_API = "batch.volcano.sh/"
-VOLCANO_SCHEDULER = "volcano"
 _MODELLED = frozenset(
     {
         "minAvailable",
@@ -74,6 +73,11 @@ class VcJobSeen:
     podgroup: KubeObject | None = None
 
     @property
+    def scheduler(self) -> str:
+        """The scheduler its pods will name (``spec.schedulerName``, Volcano's by default)."""
+        return self.spec.get("schedulerName") or VOLCANO_SCHEDULER
+
+    @property
     def podgroup_names(self) -> tuple[str, ...]:
         """``<job>-<uid>`` as the controller names it, and the legacy ``<job>``."""
         names = [self.o.name]
@@ -110,17 +114,14 @@ class VcJobReader(TaskReader):
 
     def read_vcjob(self, o: KubeObject, position: int) -> VcJobSeen | None:
         """The job after the mutating webhook, or None when Volcano would refuse it (the
-        refusals are recorded) or would not schedule its pods."""
+        refusals are recorded). Whether Volcano schedules its pods is decided once the dump's
+        scheduler names are known (:attr:`VcJobSeen.scheduler`)."""
         if not admission.shape_refusals(o.doc.get("spec"), o.obj, self.diag):
             return None
         mutated = admission.mutate(o.doc["spec"])
         errors = len(self.diag.errors)
         admission.refusals(o.name, mutated, o.obj, self.diag)
         if len(self.diag.errors) > errors:
-            return None
-        scheduler = mutated.get("schedulerName") or VOLCANO_SCHEDULER
-        if scheduler != VOLCANO_SCHEDULER:
-            self.diag.warn(o.obj, "spec.schedulerName", f"{scheduler!r}: not Volcano's; ignored")
             return None
         uid = o.metadata.get("uid")
         return VcJobSeen(o, position, mutated, uid if isinstance(uid, str) else "")
@@ -220,7 +221,7 @@ class VcJobReader(TaskReader):
                     "not modelled by vcopt; the pods are planned as if it were absent",
                 )
         replicas = task.get("replicas") or 0
-        entry = self.task(task["name"], [(0, view)])
+        entry = self.task(task["name"], [view])
         entry["replicas"] = replicas
         entry["minAvailable"] = task["minAvailable"]
         pod_class = pod_spec.get("priorityClassName") or job_class

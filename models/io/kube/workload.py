@@ -1,14 +1,27 @@
 """The workload of a dump: PodGroups and Pods, assembled into the jobs of the compact form.
 
 Jobs are assembled only once the whole stream is read, because a pod may come before its
-PodGroup and a PodGroup before its PriorityClass. A PodGroup's pods are named
-``<podgroup>-<task>-<index>`` as a vcjob's are (or carry ``volcano.sh/task-spec``); a pod that
-belongs to no PodGroup of the dump is a one-pod job of its own.
+PodGroup, a PodGroup before its PriorityClass, and any of them before the ``vcopt-snapshot``
+ConfigMap that says which scheduler names are Volcano's. What becomes of a pod:
+
+- Succeeded and Failed pods hold nothing (Volcano's cache drops them): ignored, with one
+  warning for all of them.
+- A terminating pod (``deletionTimestamp`` set) that is bound is Releasing in Volcano's cache:
+  it holds its node's resources until it is gone, so it is read as running; one that is not
+  bound is ignored. One warning says so for all of them.
+- A pod whose ``spec.schedulerName`` is not one of Volcano's names is another scheduler's
+  (a DaemonSet's, kube-scheduler's), even when it names a PodGroup: Volcano's cache adds it to
+  its node and to no job. A bound one becomes a job with ``schedulerName`` set and no queue,
+  node usage only; pending ones are ignored, with one warning for all of them.
+- Volcano's pods join their vcjob, else their PodGroup, whose tasks they become by what makes
+  them alike (``members.py``); a pod that belongs to no PodGroup of the dump is a one-pod job
+  of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ...errors import Diagnostics
@@ -20,18 +33,15 @@ from ...vocabulary import (
     HAMI_TO_ALLOCATE,
     JOB_NAME,
     TASK_INDEX,
-    TASK_SPEC,
     VOLCANO_ALLOCATED,
 )
-from .objects import LAST_APPLIED, KubeObject, PodView
-from .tasks import INDEX
+from .members import LONE_TASK, member_tasks
+from .objects import LAST_APPLIED, KubeObject, PodView, type_name
 from .vcjob import VcJobReader, VcJobSeen, owner_job, pod_job
 
 GROUP_NAME_KEYS = (GROUP_NAME, "scheduling.volcano.sh/group-name")
 """Pod annotations naming the PodGroup, Volcano's own first."""
 QUEUE_NAME_KEYS = ("scheduling.volcano.sh/queue-name", "volcano.sh/queue-name")
-LONE_TASK = "main"
-VOLCANO_SCHEDULER = "volcano"
 
 _POD_BOOKKEEPING = frozenset(
     {
@@ -67,14 +77,30 @@ _PODINDEX_LABELS = frozenset(
         "apps.kubernetes.io/pod-index",
         "statefulset.kubernetes.io/pod-name",
         "batch.kubernetes.io/job-completion-index",
+        "spark-exec-id",
+        "training.kubeflow.org/replica-index",
+        "replica-index",
+        "tf-replica-index",
+        "pytorch-replica-index",
     }
 )
-"""Pod labels that carry the pod's own index, so they always differ within a task."""
+"""Pod labels that carry the pod's own index or id (the workload controllers', Spark's and
+the Kubeflow training operator's), so they always differ within a task."""
 _NETWORK_TOPOLOGY_KEYS = ("mode", "highestTierAllowed", "highestTierName")
 _PODGROUP_SPEC_KEYS = frozenset(
     {"minMember", "minTaskMember", "minResources", "queue", "priorityClassName", "networkTopology"}
 )
 _FINISHED = ("Succeeded", "Failed")
+_FOREIGN_DROPPED = (
+    "priority",
+    "priorityClassName",
+    "preemptionPolicy",
+    "nodeSelector",
+    "tolerations",
+    "topologySpreadConstraints",
+)
+"""Task fields that bear only on placing or evicting a pod, which Volcano never does to
+another scheduler's: its node affinity goes too, its pod terms stay."""
 
 
 class WorkloadReader(VcJobReader):
@@ -90,6 +116,10 @@ class WorkloadReader(VcJobReader):
         self.vcjobs: dict[tuple[str, str], VcJobSeen] = {}
         self.owners: set[tuple[str, str, str]] = set()
         """(namespace, kind, name) of every pod's owners: which controllers' pods are here."""
+        self.finished: Counter[str] = Counter()
+        """Finished pods by phase: they hold nothing."""
+        self.terminating = Counter({"bound": 0, "pending": 0})
+        """Terminating pods, bound (read as running) or not (ignored)."""
 
     def add_vcjob(self, o: KubeObject, position: int) -> None:
         key = (o.namespace, o.name)
@@ -121,26 +151,25 @@ class WorkloadReader(VcJobReader):
             self.pods.append(view)
 
     def _pod_view(self, o: KubeObject, position: int) -> PodView | None:
-        """The pod as it enters the snapshot, or None when Volcano has nothing to do with it."""
+        """The pod as it enters the snapshot, or None when it holds nothing (finished, or
+        deleted before it was bound) or cannot be read (reported)."""
         spec = self._mapping(o, o.doc, "spec", "spec")
         phase = self._mapping(o, o.doc, "status", "status").get("phase") or "Pending"
         if phase in _FINISHED:
-            self.diag.warn(o.obj, "status.phase", f"{phase}: a finished pod is ignored")
+            self.finished[phase] += 1
             return None
         node = spec.get("nodeName")
         node = node if isinstance(node, str) and node else None
-        scheduler = spec.get("schedulerName", VOLCANO_SCHEDULER)
-        if scheduler != VOLCANO_SCHEDULER:
+        if o.metadata.get("deletionTimestamp") is not None:
+            self.terminating["bound" if node else "pending"] += 1
             if node is None:
-                self.diag.warn(
-                    o.obj, "spec.schedulerName", f"{scheduler!r}: not Volcano's pod; ignored"
-                )
                 return None
-            self.diag.warn(
-                o.obj,
-                "spec.schedulerName",
-                f"{scheduler!r}: kept as a running pod so that its node resources stay in use",
+        scheduler = spec.get("schedulerName")
+        if scheduler is not None and not isinstance(scheduler, str):
+            self.diag.error(
+                o.obj, "spec.schedulerName", f"expected a string, got {type_name(scheduler)}"
             )
+            return None
         containers = self._list(o, spec, "containers", "spec.containers")
         init_containers = self._list(o, spec, "initContainers", "spec.initContainers")
         if not containers:
@@ -170,18 +199,30 @@ class WorkloadReader(VcJobReader):
             node=node,
             containers=containers,
             init_containers=init_containers,
+            scheduler=scheduler or None,
         )
 
-    def jobs(self, queues: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    def jobs(
+        self, queues: Sequence[Mapping[str, Any]], scheduler_names: Collection[str]
+    ) -> list[dict[str, Any]]:
         """Jobs in the order their vcjob, PodGroup (or lone pod) appeared: the loader's
-        tie-break. ``queues`` are the dump's, which a vcjob's admission checks."""
-        by_podgroup = self._claim_podgroups()
+        tie-break. ``queues`` are the dump's, which a vcjob's admission checks;
+        ``scheduler_names`` are the names Volcano answers to."""
+        vcjobs = self._volcano_vcjobs(scheduler_names)
+        by_podgroup = self._claim_podgroups(vcjobs)
         members: dict[tuple[str, str], list[PodView]] = {key: [] for key in self.podgroups}
         positioned: list[tuple[int, dict[str, Any]]] = []
+        pending_foreign: Counter[str] = Counter()
         for view in self.pods:
+            if view.scheduler is not None and view.scheduler not in scheduler_names:
+                if view.node is None:
+                    pending_foreign[view.scheduler] += 1
+                else:
+                    positioned.append((view.position, self._foreign_job(view)))
+                continue
             key_name = next((k for k in GROUP_NAME_KEYS if view.annotations.get(k)), None)
             group = view.annotations[key_name] if key_name else ""
-            owner = self.vcjobs.get((view.o.namespace, pod_job(view) or ""))
+            owner = vcjobs.get((view.o.namespace, pod_job(view) or ""))
             owner = owner or by_podgroup.get((view.o.namespace, group))
             if owner is not None:
                 owner.pods.append(view)
@@ -195,32 +236,80 @@ class WorkloadReader(VcJobReader):
                     f"metadata.annotations.{key_name}",
                     f"PodGroup {group!r} is not in the snapshot; the pod is read as its own job",
                 )
-            job = self._lone_job(view)
-            if job is not None:
-                positioned.append((view.position, job))
+            positioned.append((view.position, self._lone_job(view)))
         for key, (position, o) in self.podgroups.items():
-            job = self._podgroup_job(o, members[key])
-            if job is not None:
-                positioned.append((position, job))
+            positioned.append((position, self._podgroup_job(o, members[key])))
         classes = {pc["name"]: pc["value"] for pc in self.priority_classes if "value" in pc}
-        for vcjob in self.vcjobs.values():
+        for vcjob in vcjobs.values():
             job = self.vcjob_entry(vcjob, queues, classes, self._default_priority())
             if job is not None:
                 positioned.append((vcjob.position, job))
+        self._summaries(pending_foreign)
         positioned.sort(key=lambda item: item[0])
         return [job for _, job in positioned]
 
-    def _claim_podgroups(self) -> dict[tuple[str, str], VcJobSeen]:
+    def _volcano_vcjobs(self, scheduler_names: Collection[str]) -> dict[tuple[str, str], VcJobSeen]:
+        """The vcjobs whose pods Volcano schedules; the others are ignored, and their pods,
+        which carry the job's scheduler name, are another scheduler's."""
+        out = {}
+        for key, job in self.vcjobs.items():
+            if job.scheduler in scheduler_names:
+                out[key] = job
+            else:
+                self.diag.warn(
+                    job.o.obj, "spec.schedulerName", f"{job.scheduler!r}: not Volcano's; ignored"
+                )
+        return out
+
+    def _summaries(self, pending_foreign: Counter[str]) -> None:
+        """One warning for each kind of pod the snapshot leaves out or reads differently,
+        however many pods there are: a dump of a production cluster holds hundreds."""
+        if self.finished:
+            n = sum(self.finished.values())
+            self.diag.warn(
+                "",
+                "",
+                f"{_pods(n, 'finished pod')} ({_breakdown(self.finished)}) "
+                f"{_be(n)} ignored: a finished pod holds nothing",
+            )
+        if pending_foreign:
+            n = sum(pending_foreign.values())
+            whose = "another scheduler" if n == 1 else "other schedulers"
+            self.diag.warn(
+                "",
+                "",
+                f"{_pods(n, 'pending pod')} of {whose} ({_breakdown(pending_foreign)}) "
+                f"{_be(n)} not Volcano's and {_be(n)} ignored",
+            )
+        bound, pending = self.terminating["bound"], self.terminating["pending"]
+        if bound or pending:
+            parts = []
+            if bound:
+                parts.append(
+                    f"{bound} bound {_be(bound)} read as running, since Volcano counts a "
+                    "Releasing pod on its node until it is gone (vcopt also counts it for "
+                    "topology spread, which Volcano does not)"
+                )
+            if pending:
+                parts.append(f"{pending} not bound {_be(pending)} ignored")
+            self.diag.warn(
+                "",
+                "",
+                f"{_pods(bound + pending, 'terminating pod')} (deletionTimestamp set): "
+                + "; ".join(parts),
+            )
+
+    def _claim_podgroups(
+        self, vcjobs: Mapping[tuple[str, str], VcJobSeen]
+    ) -> dict[tuple[str, str], VcJobSeen]:
         """Give each vcjob its PodGroup (by owner reference or by name) and take it out of the
         PodGroups read as jobs; the result maps PodGroup names to their vcjob."""
         claimed: dict[tuple[str, str], VcJobSeen] = {}
         names = {
-            (job.o.namespace, name): job
-            for job in self.vcjobs.values()
-            for name in job.podgroup_names
+            (job.o.namespace, name): job for job in vcjobs.values() for name in job.podgroup_names
         }
         for key, (_, o) in list(self.podgroups.items()):
-            owner = self.vcjobs.get((o.namespace, owner_job(o.metadata) or "")) or names.get(key)
+            owner = vcjobs.get((o.namespace, owner_job(o.metadata) or "")) or names.get(key)
             if owner is not None:
                 owner.podgroup = o
                 claimed[key] = owner
@@ -229,7 +318,7 @@ class WorkloadReader(VcJobReader):
             claimed.setdefault(key, job)
         return claimed
 
-    def _podgroup_job(self, o: KubeObject, views: list[PodView]) -> dict[str, Any] | None:
+    def _podgroup_job(self, o: KubeObject, views: list[PodView]) -> dict[str, Any]:
         spec = self._mapping(o, o.doc, "spec", "spec")
         job: dict[str, Any] = {
             "name": o.name,
@@ -250,22 +339,15 @@ class WorkloadReader(VcJobReader):
                 "minResources); its pods cannot be placed, since vcopt cannot see them",
             )
             return job
-        tasks: dict[str, list[tuple[int, PodView]]] = {}
-        for view in views:
-            named = self._task_and_index(view, o.name)
-            if named is not None:
-                tasks.setdefault(named[0], []).append((named[1], view))
-        if not tasks:
-            return None
         job["tasks"] = []
         running = []
-        for task_name, indexed in tasks.items():
-            task = self.task(task_name, indexed)
-            names = [view.o.name for _, view in sorted(indexed, key=lambda item: item[0])]
-            if names != [f"{o.name}-{task_name}-{i}" for i in range(len(names))]:
+        for member in member_tasks(o.name, views):
+            task = self.task(member.name, member.views)
+            names = [view.o.name for view in member.views]
+            if names != [f"{o.name}-{member.name}-{i}" for i in range(len(names))]:
                 task["podNames"] = names
             job["tasks"].append(task)
-            running.extend(self.running(task_name, indexed))
+            running.extend(self.running(member.name, list(enumerate(member.views))))
         if running:
             job["running"] = running
         return job
@@ -306,7 +388,7 @@ class WorkloadReader(VcJobReader):
                 self._not_modelled(o, f"spec.{key}")
         return out
 
-    def _lone_job(self, view: PodView) -> dict[str, Any] | None:
+    def _lone_job(self, view: PodView) -> dict[str, Any]:
         o = view.o
         job: dict[str, Any] = {"name": o.name, "namespace": o.namespace}
         queue = next((view.annotations[k] for k in QUEUE_NAME_KEYS if k in view.annotations), "")
@@ -317,11 +399,34 @@ class WorkloadReader(VcJobReader):
         if view.spec.get("priorityClassName"):
             job["priorityClassName"] = view.spec["priorityClassName"]
         self._job_metadata(o, job, labels_and_annotations=False)
-        job["tasks"] = [{**self.task(LONE_TASK, [(0, view)]), "podNames": [o.name]}]
+        return {**job, **self._one_pod(view)}
+
+    def _foreign_job(self, view: PodView) -> dict[str, Any]:
+        """A bound pod of another scheduler: node usage only, so no queue, and of its task
+        only what holds room or meets other pods' terms (resources, labels, pod terms)."""
+        job: dict[str, Any] = {
+            "name": view.o.name,
+            "namespace": view.o.namespace,
+            "schedulerName": view.scheduler,
+            **self._one_pod(view),
+        }
+        task = job["tasks"][0]
+        for key in _FOREIGN_DROPPED:
+            task.pop(key, None)
+        terms = {k: v for k, v in task.pop("affinity", {}).items() if k != "nodeAffinity"}
+        if terms:
+            task["affinity"] = terms
+        return job
+
+    def _one_pod(self, view: PodView) -> dict[str, Any]:
+        """The single task and running entry of a pod that is a job of its own."""
+        out: dict[str, Any] = {
+            "tasks": [{**self.task(LONE_TASK, [view]), "podNames": [view.o.name]}]
+        }
         running = self.running(LONE_TASK, [(0, view)])
         if running:
-            job["running"] = running
-        return job
+            out["running"] = running
+        return out
 
     def _job_metadata(
         self, o: KubeObject, job: dict[str, Any], *, labels_and_annotations: bool = True
@@ -343,26 +448,14 @@ class WorkloadReader(VcJobReader):
     def _not_modelled(self, o: KubeObject, field: str) -> None:
         self.diag.warn(o.obj, field, "not modelled by vcopt; ignored")
 
-    def _task_and_index(self, view: PodView, podgroup: str) -> tuple[str, int] | None:
-        """A vcjob pod is ``<job>-<task>-<index>``; ``volcano.sh/task-spec`` names the task
-        when present (then only the index is read from the name)."""
-        o = view.o
-        stem, _, last = o.name.rpartition("-")
-        if not stem or not INDEX.fullmatch(last):
-            self.diag.error(
-                o.obj, "metadata.name", "expected <podgroup>-<task>-<index>: no -<index> suffix"
-            )
-            return None
-        task = view.annotations.get(TASK_SPEC)
-        if task:
-            return task, int(last)
-        prefix = f"{podgroup}-"
-        if not stem.startswith(prefix) or len(stem) == len(prefix):
-            self.diag.error(
-                o.obj,
-                "metadata.name",
-                f"expected <podgroup>-<task>-<index> with PodGroup {podgroup!r}, "
-                f"or a {TASK_SPEC} annotation naming the task",
-            )
-            return None
-        return stem[len(prefix) :], int(last)
+
+def _pods(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}s"
+
+
+def _be(n: int) -> str:
+    return "is" if n == 1 else "are"
+
+
+def _breakdown(counts: Counter[str]) -> str:
+    return ", ".join(f"{name}: {n}" for name, n in sorted(counts.items()))
