@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import Diagnostics
+from .errors import Diagnostics, shown_value
 from .golang import parse_go_bool
 from .quantity import QuantityError, parse_quantity
 from .resources import NVIDIA_GPU
@@ -37,6 +37,20 @@ GPU_RESOURCE_NAMES: frozenset[str] = frozenset(_HAMI_NAMES + _VOLCANO_NAMES)
 """Every container resource name read as a GPU request, HAMi's and Volcano's (§1.1, §1.5)."""
 
 DEVICE_MODES = ("hami-core", "mig", "mps")
+MAX_DEVICE_MEMORY = 2**24
+"""MiB of one device: 16 TiB, some fifty times the largest GPU made (an H200 has 141 GB); a
+larger ``devmem`` is a typo or a hostile value, not hardware."""
+MAX_DEVICE_CORES = 10_000
+"""HAMi counts a device's compute as 100; a hundred times that is beyond any configuration."""
+MAX_DEVICE_COUNT = 10_000
+"""Time-slices of one device (HAMi's ``deviceSplitCount``, 10 by default)."""
+MAX_DEVICE_INDEX = 10_000
+"""NVML indices and NUMA nodes of one machine."""
+MAX_DEVICES = 1_024
+"""Devices one node registers: MIG instances included, far beyond a real machine's."""
+MAX_REGISTER_DEPTH = 8
+"""The register's JSON is an array of flat objects; deeper nesting is refused before parsing
+(Python's JSON parser recurses, so 100,000 ``[`` would exhaust the stack)."""
 DEFAULT_SPLIT = 10
 """HAMi's ``deviceSplitCount`` default: time-slice slots per physical GPU (§1.1)."""
 FULL_CORES = 100
@@ -82,16 +96,37 @@ def validate_device(dev: GpuDevice, obj: str, field: str, diag: Diagnostics) -> 
 
     if not dev.id:
         diag.error(obj, at("id"), "must not be empty")
-    if dev.index < 0:
-        diag.error(obj, at("index"), f"must be ≥ 0, got {dev.index}")
-    if dev.memory <= 0:
-        diag.error(obj, at("memory"), f"must be > 0 MiB, got {dev.memory}")
-    if dev.cores < 0:
-        diag.error(obj, at("cores"), f"must be ≥ 0 (normally 100), got {dev.cores}")
-    if dev.count < 0:
-        diag.error(obj, at("count"), f"must be ≥ 0 time-slices, got {dev.count}")
+    elif len(dev.id) > 253:
+        diag.error(obj, at("id"), f"must be at most 253 characters, got {len(dev.id)}")
+    if not 0 <= dev.index <= MAX_DEVICE_INDEX:
+        diag.error(obj, at("index"), f"must be from 0 to {MAX_DEVICE_INDEX:,}, got {_n(dev.index)}")
+    if not 0 < dev.memory <= MAX_DEVICE_MEMORY:
+        diag.error(
+            obj,
+            at("memory"),
+            f"must be > 0 and at most {MAX_DEVICE_MEMORY:,} MiB (16 TiB), got {_n(dev.memory)}",
+        )
+    if not 0 <= dev.cores <= MAX_DEVICE_CORES:
+        diag.error(
+            obj,
+            at("cores"),
+            f"must be from 0 to {MAX_DEVICE_CORES:,} (normally 100), got {_n(dev.cores)}",
+        )
+    if not 0 <= dev.count <= MAX_DEVICE_COUNT:
+        diag.error(
+            obj,
+            at("count"),
+            f"must be from 0 to {MAX_DEVICE_COUNT:,} time-slices, got {_n(dev.count)}",
+        )
+    if not 0 <= dev.numa <= MAX_DEVICE_INDEX:
+        diag.error(obj, at("numa"), f"must be from 0 to {MAX_DEVICE_INDEX:,}, got {_n(dev.numa)}")
     if dev.mode not in DEVICE_MODES:
         diag.error(obj, at("mode"), f"must be one of {', '.join(DEVICE_MODES)}, got {dev.mode!r}")
+
+
+def _n(value: int) -> str:
+    """An integer as a message shows it, however long."""
+    return shown_value(value)
 
 
 def shorthand_devices(
@@ -148,7 +183,7 @@ def parse_volcano_register(text: str) -> tuple[GpuDevice, ...]:
         fields = entry.split(",")
         if len(fields) != 6:
             raise ValueError(
-                f"device {i} {entry!r}: expected 6 comma-separated fields "
+                f"device {i} {shown_value(entry)}: expected 6 comma-separated fields "
                 f"(UUID,count,devmem,type,health,mode), got {len(fields)}"
             )
         uuid, count, devmem, type_, health, mode = fields
@@ -169,14 +204,17 @@ def parse_volcano_register(text: str) -> tuple[GpuDevice, ...]:
 
 def _entries(body: str) -> list[str]:
     """The ``:``-terminated device entries of a text register value, blanks dropped."""
-    return [e.strip() for e in body.split(":") if e.strip()]
+    entries = [e.strip() for e in body.split(":") if e.strip()]
+    if len(entries) > MAX_DEVICES:
+        raise ValueError(f"{len(entries):,} devices, more than {MAX_DEVICES:,} on one node")
+    return entries
 
 
 def _text_int(i: int, name: str, raw: str) -> int:
     try:
-        return int(raw.strip())
+        return _bounded_int(raw.strip())
     except ValueError:
-        raise ValueError(f"device {i}: {name} {raw!r} is not an integer") from None
+        raise ValueError(f"device {i}: {name} {shown_value(raw)} is not an integer") from None
 
 
 def _text_bool(i: int, raw: str) -> bool:
@@ -191,7 +229,7 @@ def _parse_hami_text_entry(i: int, entry: str) -> GpuDevice:
     fields = entry.split(",")
     if len(fields) not in (7, 9):
         raise ValueError(
-            f"device {i} {entry!r}: expected 7 or 9 comma-separated fields "
+            f"device {i} {shown_value(entry)}: expected 7 or 9 comma-separated fields "
             f"(UUID,count,devmem,devcore,type,numa,health[,index,mode]), got {len(fields)}"
         )
     uuid, count, devmem, devcore, type_, numa, health = fields[:7]
@@ -210,12 +248,16 @@ def _parse_hami_text_entry(i: int, entry: str) -> GpuDevice:
 
 
 def _parse_hami_json(body: str) -> tuple[GpuDevice, ...]:
+    if _nesting(body) > MAX_REGISTER_DEPTH:
+        raise ValueError(f"JSON nested deeper than {MAX_REGISTER_DEPTH} levels")
     try:
-        data = json.loads(body)
+        data = json.loads(body, parse_int=_bounded_int)
     except json.JSONDecodeError as err:
         raise ValueError(f"not valid JSON: {err}") from None
     if not isinstance(data, list):
         raise ValueError("expected a JSON array of devices")
+    if len(data) > MAX_DEVICES:
+        raise ValueError(f"{len(data):,} devices, more than {MAX_DEVICES:,} on one node")
     devices = []
     for i, item in enumerate(data):
         if not isinstance(item, dict):
@@ -237,15 +279,37 @@ def _parse_hami_json(body: str) -> tuple[GpuDevice, ...]:
     return tuple(devices)
 
 
+def _nesting(body: str) -> int:
+    """How deep brackets and braces nest (in strings too: an over-estimate only refuses
+    a register no device plugin writes)."""
+    depth = deepest = 0
+    for char in body:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def _bounded_int(text: str) -> int:
+    """An integer of at most 100 digits (Python refuses to parse past 4,300, and a value
+    that long is no device's); what a device can hold is checked by ``validate_device``."""
+    digits = text.lstrip("-")
+    if len(digits) > 100:
+        raise ValueError(f"an integer of {len(digits):,} digits is beyond any device")
+    return int(text)
+
+
 def _json_value(i: int, fields: Mapping[str, Any], key: str, kind: type, zero: Any) -> Any:
     """A field with Go's zero value when missing or null; a wrong JSON type is an error."""
     value = fields.get(key)
     if value is None:
         return zero
     if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-        raise ValueError(f"device {i}: {key} must be an integer, got {value!r}")
+        raise ValueError(f"device {i}: {key} must be an integer, got {shown_value(value)}")
     if not isinstance(value, kind):
-        raise ValueError(f"device {i}: {key} must be a {kind.__name__}, got {value!r}")
+        raise ValueError(f"device {i}: {key} must be a {kind.__name__}, got {shown_value(value)}")
     if key == "index" and value < 0:
         raise ValueError(f"device {i}: index must be ≥ 0 (Go uint), got {value}")
     return value

@@ -16,7 +16,7 @@ from functools import cached_property
 from zoneinfo import ZoneInfo
 
 from .cluster import Node
-from .errors import Diagnostics, Problem, obj_name
+from .errors import Diagnostics, Problem, obj_name, shown
 from .gpu import GpuDevice, validate_device
 from .limits import check_limits
 from .queues import ROOT, Queue, QueueTree, children_in_tree, validate_queues
@@ -173,6 +173,7 @@ def validate_instance(
         if node.name in first_nodes:
             diag.error(obj_name("Node", node.name), "name", "duplicate node name")
         first_nodes.setdefault(node.name, node)
+    _check_device_ids(first_nodes.values(), written_as or {}, diag)
     labels = {name: node.labels for name, node in first_nodes.items()}
     validate_hypernodes(instance.hypernodes, labels, diag)
     _check_jobs(instance, first_nodes, frozenset(unread_gpus), diag)
@@ -181,6 +182,25 @@ def validate_instance(
     _check_tdm(instance, written_as or {}, diag)
     check_limits(instance, diag)
     return diag
+
+
+def _check_device_ids(
+    nodes: Collection[Node], written_as: Mapping[str, str], diag: Diagnostics
+) -> None:
+    """A GPU UUID names one physical device: two nodes registering the same one describe no
+    real cluster, and a plan could bind two pods on different nodes to "one" card."""
+    owner: dict[str, str] = {}
+    for node in nodes:
+        for i, dev in enumerate(node.gpus):
+            first = owner.setdefault(dev.id, node.name)
+            if first != node.name:
+                obj = written_as.get(node.name) or obj_name("Node", node.name)
+                diag.error(
+                    obj,
+                    f"gpus[{i}].id",
+                    f'GPU "{shown(dev.id)}" is also registered by node "{shown(first)}": '
+                    "a device UUID names one physical GPU",
+                )
 
 
 def _check_jobs(
