@@ -24,11 +24,14 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ortools.sat.python import cp_model
 
+from models.admission import EnqueueLimit, enqueue_limits, enqueue_minimum, judged_at_enqueue
 from models.gpu import GpuDevice
 
 from .classes import DeviceClass
 from .data import Compiled
 from .domains import within_level
+from .records import Unit
+from .units import UNLIMITED, model_units
 from .variables import Expr, IntVar, Linear, Variables, lsum, wsum
 
 
@@ -436,3 +439,57 @@ def queue_leaf(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
         open_queue = queue in tree and tree.queue(queue).is_open
         if not data.leaf_ok.get(queue, True) or not open_queue:
             m.add(v.admit[unit.index] == 0)
+
+
+def queue_enqueue(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
+    """The Pending jobs with ``minResources`` the plan admits pass Volcano's enqueue together:
+    per comparison the deciding plugins make (``models.admission.enqueue_limits``) and per
+    resource one of them asks for, held back + Σ admitted minimums ≤ limit. Jobs whose pods
+    a frozen part of the plan places (a large-neighbourhood view) count as admitted.
+
+    In model units the minimums and what is held back round up and the limit down, so a plan
+    the model allows passes the verifier's exact comparison."""
+    limits = enqueue_limits(data.instance)
+    if not limits:
+        return
+    judged = [u for u in data.units if judged_at_enqueue(u.job)]
+    for limit in limits:
+        scoped = [u for u in judged if u.job.key in limit.jobs]
+        deciding = [u for u in scoped if u.index in v.admit]
+        if deciding:
+            frozen = [u for u in scoped if u.index not in v.admit and _frozen_admitted(data, u)]
+            _enqueue_limit(m, v, limit, deciding, frozen)
+
+
+def _frozen_admitted(data: Compiled, unit: Unit) -> bool:
+    """The unit's job holds pods it did not run before the plan: a frozen part placed them."""
+    return any(data.running[i].pod.node is None for i in unit.running)
+
+
+def _enqueue_limit(
+    m: cp_model.CpModel,
+    v: Variables,
+    limit: EnqueueLimit,
+    deciding: list[Unit],
+    frozen: list[Unit],
+) -> None:
+    minimum = {u.index: model_units(enqueue_minimum(u.job), round_up=True) for u in deciding}
+    held = model_units(limit.held, round_up=True)
+    for u in frozen:
+        for name, amount in model_units(enqueue_minimum(u.job), round_up=True).items():
+            held[name] = held.get(name, 0) + amount
+    bound = model_units(limit.limit, round_up=False)
+    asked = sorted({r for need in minimum.values() for r, a in need.items() if a > 0})
+    for resource in asked:
+        room = bound.get(resource, 0)
+        if room >= UNLIMITED:
+            continue
+        users = [u for u in deciding if minimum[u.index].get(resource, 0) > 0]
+        left = room - held.get(resource, 0)
+        if left < 0:
+            for u in users:
+                m.add(v.admit[u.index] == 0)
+            continue
+        terms = [(minimum[u.index][resource], v.admit[u.index], u.size) for u in users]
+        if sum(c * size for c, _, size in terms) > left:
+            m.add(wsum((c, admit) for c, admit, _ in terms) <= left)

@@ -45,6 +45,7 @@ FAMILIES = (
     constraints.topology_hard,
     constraints.queue_capability,
     constraints.queue_leaf,
+    constraints.queue_enqueue,
     eviction_allowed,
     affinity.pod_affinity,
     affinity.pod_anti_affinity,

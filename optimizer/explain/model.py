@@ -5,7 +5,8 @@ what would let it, this model (made and solved as the engine's is, ``cpsat.solvi
 every other decision of the plan fixed (``leftover.py``) and places only the explained jobs'
 pending pods: integer counts per (task, node), per-device counts for GPU containers, the
 gang, the hard topology tier, the queue limits along the ancestor chain, the static node
-rules (selectors, taints, TDM zones, GPU filters). Each rule instance is enforced by its own
+rules (selectors, taints, TDM zones, GPU filters), and Volcano's enqueue for Pending jobs with
+``minResources`` (``models.admission``). Each rule instance is enforced by its own
 literal (``rules.py``), so the solver can prove which sets of rules block the job
 (assumptions) and find the cheapest set to lift (a weighted search).
 
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
+from models.admission import EnqueueLimit, enqueue_limits, enqueue_minimum, judged_at_enqueue
 from models.cluster import Node
 from models.gpu import GpuRequest, exclusive_on
 from models.instance import Instance
@@ -122,6 +124,7 @@ class ExplainModel(Solvable):
         self._node_room()
         self._device_room()
         self._queue_limits()
+        self._enqueue()
         for target in self.targets:
             self._topology(target)
             self._gang(target)
@@ -434,6 +437,66 @@ class ExplainModel(Solvable):
             self.model.add(slack == 0).only_enforce_if(rule.keep)
             rule.amount = slack
         self.model.add(sum(asked) + used - sum(back) <= amount + rule.amount)
+
+    def _enqueue(self) -> None:
+        """Each comparison enqueue's deciding plugins make, for the explained Pending jobs
+        with ``minResources`` together with those the plan starts in its scope: held back +
+        Σ minimums ≤ limit on every resource an explained job asks for.
+
+        The explained jobs are admitted in every solution of this model, so the sum is fixed
+        but for the planned jobs that may be given up (``planned-pods``). One rule per
+        comparison; its amount is how far each resource passes the limit (model units).
+        """
+        judged = [t for t in self.targets if judged_at_enqueue(t.job)]
+        if not judged:
+            return
+        mine = {t.job.key for t in self.targets}
+        plan = self.plan
+        pods = (*plan.placements, *plan.pipelined)
+        started = {self.instance.pod_by_key[p.pod].job for p in pods}
+        peers = [
+            self.instance.job_by_key[k]
+            for k in sorted(started - mine)
+            if judged_at_enqueue(self.instance.job_by_key[k])
+        ]
+        for limit in enqueue_limits(self.instance):
+            scoped = [t.job for t in judged if t.job.key in limit.jobs]
+            if scoped:
+                self._enqueue_limit(limit, scoped, [j for j in peers if j.key in limit.jobs])
+
+    def _enqueue_limit(self, limit: EnqueueLimit, jobs: list[Job], peers: list[Job]) -> None:
+        held = model_units(limit.held, round_up=True)
+        bound = model_units(limit.limit, round_up=False)
+        minimums = [enqueue_minimum(j) for j in jobs]
+        asked = sorted(set().union(*(m.dims(ignore_pods=True) for m in minimums)))
+        fixed = dict(held)
+        for minimum in minimums:
+            for name, amount in model_units(minimum, round_up=True).items():
+                fixed[name] = fixed.get(name, 0) + amount
+        optional: list[tuple[dict[str, int], cp_model.LinearExprT]] = []
+        for peer in peers:
+            need = model_units(enqueue_minimum(peer), round_up=True)
+            given_up = self.rules.get(f"planned:{peer.key}")
+            if given_up is not None and given_up.amount is not None:
+                optional.append((need, given_up.amount))
+            else:
+                for name, amount in need.items():
+                    fixed[name] = fixed.get(name, 0) + amount
+        scope = limit.queue if limit.queue is not None else "cluster"
+        key = f"enqueue:{','.join(limit.gates)}:{scope}"
+        exact = sum((enqueue_minimum(j) for j in (*jobs, *peers)), limit.held)
+        for name in asked:
+            room = bound.get(name, 0)
+            most = fixed.get(name, 0) + sum(need.get(name, 0) for need, _ in optional)
+            if room >= UNLIMITED or most <= room:
+                continue
+            rule = self.rule(key, kinds.ENQUEUE, jobs[0].key, limit=limit, short=[])
+            slack = self.model.new_int_var(0, most - room, f"enqueue_slack[{scope}/{name}]")
+            self.model.add(slack == 0).only_enforce_if(rule.keep)
+            kept = [need[name] * (1 - flag) for need, flag in optional if need.get(name)]
+            self.model.add(fixed.get(name, 0) + sum(kept) <= room + slack)
+            rule.facts["short"].append((name, exact.get(name), slack))
+            rule.amount = sum(s for _, _, s in rule.facts["short"])
 
     def _topology(self, target: Target) -> None:
         limit = self.instance.hard_topology_limit(target.job)

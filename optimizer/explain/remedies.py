@@ -8,11 +8,20 @@ realCapability, a proportion share): the words still say what is short and by ho
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
+from models.admission import (
+    FACTOR_ARGUMENT,
+    OVERCOMMIT,
+    EnqueueLimit,
+    cluster_used,
+    overcommit_factor,
+    overcommit_room,
+)
 from models.instance import Instance
 from models.resources import format_amount
 from models.tdm import window_next_opens_at
@@ -89,6 +98,135 @@ def _queue(em: ExplainModel, relaxed: Relaxed) -> Change:
         "weights and siblings' guarantees), not set on the queue"
     )
     return Change(kinds.QUEUE, key, text)
+
+
+def _enqueue(em: ExplainModel, relaxed: Relaxed, solver: cp_model.CpSolver) -> Change:
+    """What lets the minimums past enqueue: per resource the solution passes the limit on,
+    by how much (Volcano units)."""
+    limit: EnqueueLimit = relaxed.rule.facts["limit"]
+    entries = relaxed.rule.facts["short"]
+    short = [
+        (name, need, volcano_amount(name, solver.value(slack)))
+        for name, need, slack in entries
+        if solver.value(slack) > 0
+    ]
+    if not short:
+        # Lifted with nothing short (the planned jobs it gave up made the room): the change
+        # that holds them all, as the limit stands.
+        short = [
+            (name, need, need - limit.limit.get(name, 0))
+            for name, need, _ in entries
+            if need > limit.limit.get(name, 0)
+        ]
+    if limit.queue is None:
+        return _overcommit(em, relaxed.rule.key, limit, short)
+    return _enqueue_quota(em, relaxed.rule.key, limit, short)
+
+
+def _enqueue_quota(
+    em: ExplainModel, key: str, limit: EnqueueLimit, short: list[tuple[str, int, int]]
+) -> Change:
+    """A queue's realCapability at enqueue. A resource no node offers is in it only as far as
+    the queue's guarantee (realCapability = what is left of the total after every guarantee,
+    plus the queue's own, clipped by its capability), so the guarantee grows, with deserved
+    (≥ guarantee) and a capability that names it (≥ deserved); a capability that binds grows;
+    a derived limit is only described. Hierarchical capacity also compares at every ancestor,
+    and root's realCapability is its capability: there only a capability that binds is
+    changed."""
+    queue = str(limit.queue)
+    spec = em.instance.queue_tree.queue(queue)
+    offered = em.instance.total_allocatable
+    flat = not em.instance.scheduler.hierarchy()
+    guarantee: dict[str, int] = {}
+    capability: dict[str, int] = {}
+    texts: list[str] = []
+    derived: list[str] = []
+    for name, _, extra in short:
+        room = limit.limit.get(name, 0)
+        cap = spec.capability.get(name) if name in spec.capability else None
+        if flat and offered.get(name) <= 0:
+            guarantee[name] = spec.guarantee.get(name) + extra
+            if cap is not None and cap < guarantee[name]:
+                capability[name] = guarantee[name]
+        elif cap is not None and room >= cap:
+            capability[name] = cap + extra
+            texts.append(
+                f"{name} capability +{quantity(name, extra)} ({quantity(name, cap)} → "
+                f"{quantity(name, cap + extra)})"
+            )
+        else:
+            derived.append(
+                f"{name} realCapability +{quantity(name, extra)} ({quantity(name, room)} → "
+                f"{quantity(name, room + extra)})"
+            )
+    if guarantee:
+        amounts = ", ".join(f"{n} {quantity(n, a)}" for n, a in sorted(guarantee.items()))
+        fields = "guarantee, deserved and capability" if capability else "guarantee and deserved"
+        texts.insert(
+            0,
+            f"add {amounts} to its {fields} (a realCapability holds a resource no node offers "
+            "only as far as the queue's guarantee; its capability alone does not add it)",
+        )
+    if derived:
+        texts.append(
+            f"{', '.join(derived)}; it is derived (cluster total, guarantees, capability), not "
+            "set on the queue"
+        )
+    text = f"queue {queue}: {'; '.join(texts)}"
+    if derived:
+        return Change(kinds.ENQUEUE, key, text)
+
+    def apply(instance: Instance) -> Instance:
+        current = instance.queue_tree.queue(queue)
+        deserved = {n: max(current.deserved.get(n), a) for n, a in guarantee.items()}
+        return whatif.with_queue(
+            instance,
+            queue,
+            guarantee=_merged(current.guarantee.to_k8s(), guarantee),
+            deserved=_merged(current.deserved.to_k8s(), deserved),
+            capability=_merged(current.capability.to_k8s(), capability),
+        )
+
+    return Change(kinds.ENQUEUE, key, text, apply)
+
+
+def _merged(raw: dict[str, str], changes: dict[str, int]) -> dict[str, str]:
+    return {**raw, **{n: quantity(n, a) for n, a in changes.items()}}
+
+
+def _overcommit(
+    em: ExplainModel, key: str, limit: EnqueueLimit, short: list[tuple[str, int, int]]
+) -> Change:
+    """overcommit's room: a resource no node offers has none at any factor; otherwise the
+    smallest factor (in hundredths) whose room holds the minimums."""
+    instance = em.instance
+    offered = instance.total_allocatable
+    absent = [n for n, _, _ in short if offered.get(n) <= 0]
+    if absent:
+        them = "it" if len(absent) == 1 else "them"
+        text = (
+            f"no node offers {', '.join(absent)}: no overcommit-factor makes room for {them}; "
+            f"only nodes that offer {them}, or minResources without {them}, get the job past "
+            "overcommit"
+        )
+        return Change(kinds.ENQUEUE, key, text)
+    option = instance.scheduler.plugin(OVERCOMMIT)
+    factor = overcommit_factor(option.arguments if option is not None else {})
+    used = cluster_used(instance)
+    wanted = factor
+    for name, need, _ in short:
+        wanted = max(wanted, (need + used.get(name) - 0.1) / offered.get(name))
+    new = max(factor, math.floor(wanted * 100 + 1) / 100)
+    while any(need > overcommit_room(offered, used, new).get(n, 0) for n, need, _ in short):
+        new = round(new + 0.01, 2)
+    shown = ", ".join(f"{n} {quantity(n, need)}" for n, need, _ in short)
+    text = f"overcommit-factor {factor:g} → {new:g} (the Inqueue minResources come to {shown})"
+    return Change(
+        kinds.ENQUEUE,
+        key,
+        text,
+        lambda i: whatif.with_scheduler_arguments(i, OVERCOMMIT, **{FACTOR_ARGUMENT: new}),
+    )
 
 
 def _topology(em: ExplainModel, relaxed: Relaxed, solver: cp_model.CpSolver) -> Change:
@@ -302,6 +440,8 @@ def changes(em: ExplainModel, found: Correction) -> list[Change]:
         kind = relaxed.rule.kind
         if kind == kinds.QUEUE:
             out.append(_queue(em, relaxed))
+        elif kind == kinds.ENQUEUE:
+            out.append(_enqueue(em, relaxed, solver))
         elif kind == kinds.TOPOLOGY:
             out.append(_topology(em, relaxed, solver))
         elif kind == kinds.TDM_WINDOW:

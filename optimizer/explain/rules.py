@@ -17,6 +17,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 QUEUE = "queue-capability"
+ENQUEUE = "queue-enqueue"
 TOPOLOGY = "topology-hard"
 TDM_WINDOW = "tdm-window"
 TDM_REVOCABLE = "tdm-revocable-only"
@@ -29,6 +30,7 @@ PLACED = "planned-pods"
 
 KIND_ORDER = (
     QUEUE,
+    ENQUEUE,
     TOPOLOGY,
     TDM_WINDOW,
     TDM_REVOCABLE,
@@ -42,8 +44,10 @@ KIND_ORDER = (
 """The order in which blockers are named, and in which changes are preferred: configuration
 a user controls first, other people's pods next, new hardware last."""
 
-KIND_COST = {kind: 10 * (i + 1) for i, kind in enumerate(KIND_ORDER)}
-"""What giving up one rule instance of a kind costs in the correction search."""
+KIND_COST = {kind: 10 * (i + 1) for i, kind in enumerate(k for k in KIND_ORDER if k != ENQUEUE)}
+KIND_COST[ENQUEUE] = KIND_COST[QUEUE]
+"""What giving up one rule instance of a kind costs in the correction search. A queue's quota
+costs the same whether enqueue or allocate checks it: both are one queue setting."""
 
 
 @dataclass

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from models.resources import format_amount
+from models.admission import EnqueueLimit, enqueue_minimum
+from models.resources import EMPTY, format_amount
 from models.vocabulary import UNSCHEDULABLE_TAINT
 
 from ..cpsat.units import MIB, MIB_RESOURCES
@@ -52,6 +53,8 @@ def describe(em: ExplainModel, rule: Rule) -> str:
             f"{name} ({field}), and {'the job asks' if len(em.targets) == 1 else 'the jobs ask'} "
             f"for {_amount(name, _asks(_in_queue(em, queue), name))} more"
         )
+    if kind == kinds.ENQUEUE:
+        return _enqueue(em, rule)
     if kind == kinds.TOPOLOGY:
         spec = target.job.network_topology
         named = f" ({spec.highest_tier_name})" if spec and spec.highest_tier_name else ""
@@ -93,6 +96,60 @@ def describe(em: ExplainModel, rule: Rule) -> str:
         f"{n} × {target.job.task(t).resources.format()}" for t, n in sorted(target.pending.items())
     )
     return f"no node has room left for its {_pods(target)} ({requests})"
+
+
+def _enqueue(em: ExplainModel, rule: Rule) -> str:
+    """Why Volcano's enqueue refuses: the resources its limit does not have at all (a
+    realCapability holds only what the nodes offer and the guarantees name, and overcommit's
+    room only what the nodes offer), then those whose limit the minimums pass."""
+    limit: EnqueueLimit = rule.facts["limit"]
+    short = [(name, need) for name, need, _ in rule.facts["short"]]
+    offered = em.instance.total_allocatable
+    cluster = limit.queue is None
+    absent = [n for n, _ in short if limit.missing(n) or (cluster and offered.get(n) <= 0)]
+    jobs = [t.job for t in em.targets if t.job.key in limit.jobs]
+    asked = sum((enqueue_minimum(j) for j in jobs), EMPTY)
+    one = len(jobs) == 1
+    it, its = ("it", "this job's") if one else ("them", "these jobs'")
+    gates = " and ".join(limit.gates)
+    parts = []
+    if absent:
+        names = _either(absent)
+        amounts = ", ".join(f"{n} {format_amount(n, asked.get(n))}" for n in absent)
+        where = (
+            f"no node offers {names}"
+            if cluster
+            else f"queue {limit.queue} has no {names} in its realCapability (which holds only "
+            "what the nodes offer and the guarantees name, whatever its capability says)"
+        )
+        parts.append(
+            f"{where}, so Volcano's {gates} refuses at enqueue every job whose minResources "
+            f"ask for {'it' if len(absent) == 1 else 'them'} ({'it asks' if one else 'they ask'} "
+            f"for {amounts})"
+        )
+    for name, need in short:
+        if name in absent:
+            continue
+        room = format_amount(name, limit.limit.get(name, 0))
+        total = format_amount(name, need)
+        if cluster:
+            parts.append(
+                f"the cluster's allocatable × overcommit-factor, less what is used, leaves room "
+                f"for {name} {room} of Inqueue minResources; with {its} they come to {name} "
+                f"{total}: Volcano's overcommit does not enqueue {it}"
+            )
+        else:
+            parts.append(
+                f"queue {limit.queue}: minResources + allocated + inqueue − elastic come to "
+                f"{name} {total} > realCapability {room}, so Volcano's {gates} does not "
+                f"enqueue {it}"
+            )
+    return "; ".join(parts)
+
+
+def _either(names: list[str]) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
 
 
 HOLDERS = (kinds.EVICT, kinds.PLACED)

@@ -28,7 +28,7 @@ from .evictions import check_eviction_allowed, check_running_kept
 from .gpu import check_gpu_capacity, check_gpu_distinct, check_gpu_exclusive, check_gpu_filter
 from .jobs import check_gang, check_topology_hard
 from .nodes import check_node_capacity, check_pod_count, check_selector, check_taint
-from .queues import check_queue_capability, check_queue_leaf
+from .queues import check_queue_capability, check_queue_enqueue, check_queue_leaf
 from .tdm import check_tdm_revocable_only, check_tdm_window
 
 __all__ = ["RULES", "Violation", "format_violations", "verify"]
@@ -46,6 +46,7 @@ RULES = (
     "topology-hard",
     "queue-capability",
     "queue-leaf",
+    "queue-enqueue",
     "tdm-window",
     "tdm-revocable-only",
     "running-kept",
@@ -68,6 +69,7 @@ _CHECKS: tuple[Callable[[Context], Iterator[Violation]], ...] = (
     check_topology_hard,
     check_queue_capability,
     check_queue_leaf,
+    check_queue_enqueue,
     check_tdm_window,
     check_tdm_revocable_only,
     check_running_kept,

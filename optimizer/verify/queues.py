@@ -1,9 +1,17 @@
-"""Queue rules: realCapability along the ancestor chain, closed queues, and leaf-only jobs."""
+"""Queue rules: what enqueue lets in, realCapability along the ancestor chain, closed queues,
+and leaf-only jobs."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from models.admission import (
+    OVERCOMMIT,
+    EnqueueLimit,
+    enqueue_limits,
+    enqueue_minimum,
+    judged_at_enqueue,
+)
 from models.instance import Instance
 from models.queues import capacity_flat, capacity_hierarchical
 from models.resources import Resources, format_amount
@@ -70,6 +78,57 @@ def check_queue_capability(ctx: Context) -> Iterator[Violation]:
                 f"queue {queue}: {resource} {format_amount(resource, allocated[resource])} > "
                 f"realCapability {format_amount(resource, real[queue].get(resource, 0))}",
             )
+
+
+def check_queue_enqueue(ctx: Context) -> Iterator[Violation]:
+    """The Pending jobs with ``minResources`` the plan starts (places or pipelines pods of)
+    pass Volcano's enqueue together: for each comparison the deciding plugins make, on each
+    resource one of them asks for in its minimum, what is held back before the cycle plus
+    their minimums stays within the limit, a resource the limit lacks counting as 0
+    (``models.admission``, §1.3, §5.4, §5.5). Jobs already Inqueue or Running skip enqueue."""
+    limits = enqueue_limits(ctx.instance)
+    if not limits:
+        return
+    started = {ctx.members[p.pod].job.key for p in (*ctx.plan.placements, *ctx.plan.pipelined)}
+    judged = [j for j in ctx.instance.jobs if j.key in started and judged_at_enqueue(j)]
+    for limit in limits:
+        mine = [j for j in judged if j.key in limit.jobs]
+        if not mine:
+            continue
+        minimums = [enqueue_minimum(j) for j in mine]
+        need = sum(minimums, limit.held)
+        asked = sorted(set().union(*(m.dims(ignore_pods=True) for m in minimums)))
+        for resource in asked:
+            if need.get(resource) > limit.limit.get(resource, 0):
+                yield _enqueue_violation(limit, resource, need, [j.key for j in mine])
+
+
+def _enqueue_violation(
+    limit: EnqueueLimit, resource: str, need: Resources, jobs: list[str]
+) -> Violation:
+    def amount(value: int) -> str:
+        return format_amount(resource, value)
+
+    bound = amount(limit.limit.get(resource, 0))
+    held = amount(limit.held.get(resource))
+    if limit.queue is None:
+        offered = "" if not limit.missing(resource) else f", and no node offers {resource}"
+        return Violation(
+            "queue-enqueue",
+            tuple(jobs),
+            f"cluster: {resource} {amount(need[resource])} > {bound} that {OVERCOMMIT} lets "
+            f"into Inqueue (allocatable × factor − used{offered}): minResources of "
+            f"{', '.join(jobs)} + Inqueue minResources {held}",
+        )
+    if limit.missing(resource):
+        bound += f" (it has no {resource})"
+    return Violation(
+        "queue-enqueue",
+        (limit.queue, *jobs),
+        f"queue {limit.queue}: {resource} {amount(need[resource])} > realCapability {bound} at "
+        f"enqueue ({', '.join(limit.gates)}): minResources of {', '.join(jobs)} + allocated "
+        f"+ inqueue − elastic {held}",
+    )
 
 
 def check_queue_leaf(ctx: Context) -> Iterator[Violation]:

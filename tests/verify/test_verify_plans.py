@@ -149,6 +149,7 @@ def test_rule_names_are_design_section_6s() -> None:
         "topology-hard",
         "queue-capability",
         "queue-leaf",
+        "queue-enqueue",
         "tdm-window",
         "tdm-revocable-only",
         "running-kept",

@@ -12,12 +12,13 @@ and the hooks.
 
 from __future__ import annotations
 
+from models.admission import enqueue_minimum
 from models.queues import ROOT, capacity_flat, capacity_hierarchical
 from models.scheduler_conf import reclaim_level
 
 from ..api import POD_DIM, JobInfo, QueueInfo, TaskInfo, vadd, vle, vsub
 from ..session import PERMIT, REJECT, Event, EventHandler, Plugin, Session
-from .queue_usage import QueueState, exceeding_dims, fits_quota_vector, job_min_request, queue_usage
+from .queue_usage import QueueState, exceeding_dims, fits_quota_vector, queue_usage
 
 
 def _overlap(a: list[int], b: list[int]) -> bool:
@@ -198,7 +199,7 @@ class CapacityPlugin(Plugin):
             return REJECT
         if job.job.min_resources is None:
             return PERMIT
-        minimum = job_min_request(job)
+        minimum = enqueue_minimum(job.job)
         for name in self._chain(job.queue):
             state = self.attrs[name]
             need = minimum + state.allocated_resources + state.inqueue - state.elastic
@@ -209,7 +210,7 @@ class CapacityPlugin(Plugin):
     def job_enqueued(self, job: JobInfo) -> None:
         if job.queue not in self.attrs:
             return
-        minimum = job_min_request(job)
+        minimum = enqueue_minimum(job.job)
         for name in self._chain(job.queue):
             state = self.attrs[name]
             state.inqueue = state.inqueue + minimum

@@ -3,56 +3,18 @@ cluster, inflated by ``overcommit-factor``, still has room for their ``minResour
 (spec §1.3).
 
 The factor multiplies every dimension of the cluster total, scalars such as GPUs included
-(``Resource.Multi``), so with the default 1.2 a cluster of 8 GPUs admits gangs worth 9.6.
+(``Resource.Multi``), so with the default 1.2 a cluster of 8 GPUs admits gangs worth 9.6. The
+factor and the room it leaves are :mod:`models.admission`'s, which the CP-SAT model and the
+verifier read too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
+from models.admission import overcommit_factor, overcommit_room, unmet_minimum
 from models.workload import INQUEUE, RUNNING
 
 from ..api import ALLOCATED_STATUSES, JobInfo, vadd
 from ..session import PERMIT, REJECT, Plugin, Session
-
-FACTOR_ARGUMENT = "overcommit-factor"
-DEFAULT_FACTOR = 1.2
-TOLERANCE = 0.1
-"""Volcano's ``minResource``: ``LessEqualWithDimension`` lets a dimension exceed by less."""
-
-
-def overcommit_factor(arguments: Mapping[str, object]) -> float:
-    """The configured factor; Volcano keeps the default for a value it cannot read or one
-    below 1, which would make the cluster look smaller than it is."""
-    raw = arguments.get(FACTOR_ARGUMENT)
-    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
-        return DEFAULT_FACTOR
-    try:
-        value = float(raw)
-    except ValueError:
-        return DEFAULT_FACTOR
-    return value if value >= 1.0 else DEFAULT_FACTOR
-
-
-def reserved_rest(minimum: Mapping[str, int], allocated: Mapping[str, int]) -> dict[str, int]:
-    """``util.GetInqueueResource``: the part of ``minResources`` a running job has not yet
-    allocated, per resource it names."""
-    return {
-        name: amount - allocated.get(name, 0)
-        for name, amount in minimum.items()
-        if amount > allocated.get(name, 0)
-    }
-
-
-def inflated_idle(ssn: Session, factor: float) -> dict[str, float]:
-    """The cluster total times ``factor``, less what the nodes already use."""
-    used = ssn.dims.zero()
-    for node in ssn.node_list:
-        used = vadd(used, node.used)
-    return {
-        name: total * factor - taken
-        for name, total, taken in zip(ssn.dims.names, ssn.total_resource, used, strict=True)
-    }
 
 
 def inqueue_at_open(ssn: Session) -> dict[str, int]:
@@ -67,7 +29,7 @@ def inqueue_at_open(ssn: Session) -> dict[str, int]:
         if job.phase == INQUEUE:
             held = dict(minimum)
         elif job.phase == RUNNING and job.count(ALLOCATED_STATUSES) >= job.min_available:
-            held = reserved_rest(minimum, ssn.dims.resources(job.allocated))
+            held = dict(unmet_minimum(minimum, ssn.dims.resources(job.allocated)))
         else:
             continue
         for name, amount in held.items():
@@ -79,16 +41,22 @@ class OvercommitPlugin(Plugin):
     name = "overcommit"
 
     def on_session_open(self, ssn: Session) -> None:
-        idle = inflated_idle(ssn, overcommit_factor(self.arguments))
+        used = ssn.dims.zero()
+        for node in ssn.node_list:
+            used = vadd(used, node.used)
+        room = overcommit_room(
+            ssn.dims.resources(ssn.total_resource),
+            ssn.dims.resources(used),
+            overcommit_factor(self.arguments),
+        )
         inqueue = inqueue_at_open(ssn)
 
         def job_enqueueable(job: JobInfo) -> int:
-            """Permit when the Inqueue minimums plus this job's stay within the inflated idle
-            resources, on the dimensions the job asks for (a resource no node offers has no
-            idle at all)."""
+            """Permit when the Inqueue minimums plus this job's stay within the room, on the
+            dimensions the job asks for (a resource no node offers has no room at all)."""
             minimum = job.job.min_resources or {}
             for name, amount in minimum.items():
-                if amount > 0 and inqueue.get(name, 0) + amount >= idle.get(name, 0.0) + TOLERANCE:
+                if amount > 0 and inqueue.get(name, 0) + amount > room.get(name, 0):
                     return REJECT
             return PERMIT
 

@@ -8,11 +8,12 @@ what other queues hold above theirs.
 
 from __future__ import annotations
 
+from models.admission import enqueue_minimum
 from models.queues import capacity_flat, proportion_deserved
 
 from ..api import JobInfo, QueueInfo, TaskInfo, vadd, vle, vsub
 from ..session import PERMIT, REJECT, Event, EventHandler, Plugin, Session
-from .queue_usage import QueueState, exceeding_dims, fits_quota_vector, job_min_request, queue_usage
+from .queue_usage import QueueState, exceeding_dims, fits_quota_vector, queue_usage
 
 
 class ProportionPlugin(Plugin):
@@ -92,14 +93,14 @@ class ProportionPlugin(Plugin):
         state = self.attrs.get(job.queue)
         if state is None:
             return REJECT
-        minimum = job_min_request(job)
+        minimum = enqueue_minimum(job.job)
         need = minimum + state.allocated_resources + state.inqueue - state.elastic
         return PERMIT if need.fits_quota(state.real_capability, minimum) else REJECT
 
     def job_enqueued(self, job: JobInfo) -> None:
         state = self.attrs.get(job.queue)
         if state is not None:
-            state.inqueue = state.inqueue + job_min_request(job)
+            state.inqueue = state.inqueue + enqueue_minimum(job.job)
 
     def reclaimable(
         self, reclaimer: TaskInfo, reclaimees: list[TaskInfo]
