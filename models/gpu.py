@@ -99,27 +99,31 @@ def validate_device(dev: GpuDevice, obj: str, field: str, diag: Diagnostics) -> 
     elif len(dev.id) > 253:
         diag.error(obj, at("id"), f"must be at most 253 characters, got {len(dev.id)}")
     if not 0 <= dev.index <= MAX_DEVICE_INDEX:
-        diag.error(obj, at("index"), f"must be from 0 to {MAX_DEVICE_INDEX:,}, got {_n(dev.index)}")
+        diag.error(
+            obj, at("index"), f"must be ≥ 0 and at most {MAX_DEVICE_INDEX:,}, got {_n(dev.index)}"
+        )
     if not 0 < dev.memory <= MAX_DEVICE_MEMORY:
         diag.error(
             obj,
             at("memory"),
-            f"must be > 0 and at most {MAX_DEVICE_MEMORY:,} MiB (16 TiB), got {_n(dev.memory)}",
+            f"must be > 0 MiB and at most {MAX_DEVICE_MEMORY:,} MiB (16 TiB), got {_n(dev.memory)}",
         )
     if not 0 <= dev.cores <= MAX_DEVICE_CORES:
         diag.error(
             obj,
             at("cores"),
-            f"must be from 0 to {MAX_DEVICE_CORES:,} (normally 100), got {_n(dev.cores)}",
+            f"must be ≥ 0 (normally 100) and at most {MAX_DEVICE_CORES:,}, got {_n(dev.cores)}",
         )
     if not 0 <= dev.count <= MAX_DEVICE_COUNT:
         diag.error(
             obj,
             at("count"),
-            f"must be from 0 to {MAX_DEVICE_COUNT:,} time-slices, got {_n(dev.count)}",
+            f"must be ≥ 0 time-slices and at most {MAX_DEVICE_COUNT:,}, got {_n(dev.count)}",
         )
     if not 0 <= dev.numa <= MAX_DEVICE_INDEX:
-        diag.error(obj, at("numa"), f"must be from 0 to {MAX_DEVICE_INDEX:,}, got {_n(dev.numa)}")
+        diag.error(
+            obj, at("numa"), f"must be ≥ 0 and at most {MAX_DEVICE_INDEX:,}, got {_n(dev.numa)}"
+        )
     if dev.mode not in DEVICE_MODES:
         diag.error(obj, at("mode"), f"must be one of {', '.join(DEVICE_MODES)}, got {dev.mode!r}")
 

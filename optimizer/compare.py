@@ -37,6 +37,9 @@ class MetricSpec:
     higher_is_better: bool
     percent: bool = False
     """A fraction in [0, 1] that people read as a percentage."""
+    stage: str = ""
+    """The CP-SAT objective stage that aims at this measure (empty: none does, the row is
+    information only; CP-SAT may well do worse there while winning on its objective)."""
 
     @property
     def direction(self) -> str:
@@ -49,18 +52,32 @@ class MetricSpec:
 
 PRIMARY_SPECS = (
     MetricSpec("jobs_admitted", "jobs admitted", "jobs", True),
-    MetricSpec("pods_placed", "pods placed", "pods", True),
-    MetricSpec("gpu_allocated", "GPUs allocated", "GPU-equivalents", True),
-    MetricSpec("gpu_allocation_ratio", "GPU allocation", "% of healthy GPUs", True, True),
-    MetricSpec("deserved_satisfaction", "deserved satisfaction", "% of deserved met", True, True),
-    MetricSpec("mean_lca_tier", "mean LCA tier", "tier (0 = one node)", False),
-    MetricSpec("lowest_tier_share", "jobs at lowest tier", "% of multi-pod jobs", True, True),
-    MetricSpec("fragmentation", "fragmentation (FGD)", "GPU-equivalents", False),
-    MetricSpec("gpus_partially_used", "partly used GPUs", "GPUs", False),
-    MetricSpec("evictions", "evictions", "pods", False),
+    MetricSpec("pods_placed", "pods placed", "pods", True, stage="work"),
+    MetricSpec("gpu_allocated", "GPUs allocated", "GPU-equivalents", True, stage="work"),
+    MetricSpec("gpu_allocation_ratio", "GPU allocation", "% of healthy GPUs", True, True, "work"),
+    MetricSpec(
+        "deserved_satisfaction",
+        "deserved satisfaction",
+        "% of deserved met",
+        True,
+        True,
+        "fairness",
+    ),
+    MetricSpec("mean_lca_tier", "mean LCA tier", "tier (0 = one node)", False, stage="topology"),
+    MetricSpec(
+        "lowest_tier_share", "jobs at lowest tier", "% of multi-pod jobs", True, True, "topology"
+    ),
+    MetricSpec(
+        "fragmentation", "fragmentation (FGD)", "GPU-equivalents", False, stage="fragmentation"
+    ),
+    MetricSpec("gpus_partially_used", "partly used GPUs", "GPUs", False, stage="packing"),
+    MetricSpec("evictions", "evictions", "pods", False, stage="packing"),
     MetricSpec("pods_evicted_at_window_close", "evicted at TDM close", "pods", False),
-    MetricSpec("soft_terms_satisfied", "soft terms satisfied", "terms", True),
+    MetricSpec("soft_terms_satisfied", "soft terms satisfied", "terms", True, stage="topology"),
 )
+STAGE_OF = {s.name: s.stage for s in PRIMARY_SPECS}
+INFO = "info"
+"""The objective column of a row no stage aims at."""
 PRIMARY = tuple((s.name, s.higher_is_better) for s in PRIMARY_SPECS)
 CONTEXT = ("pods_on_revocable_nodes",)
 """Rows shown for context: neither more nor fewer is better in itself."""
@@ -237,16 +254,35 @@ def jobs_table(diffs: Sequence[JobDiff]) -> str:
     return _render(t)
 
 
+def objective_line(cpsat: Plan) -> str:
+    """What CP-SAT ranked plans by, in order, so that a row it lost reads as a trade and not
+    as a failure."""
+    stages = list(cpsat.solver.stages) if cpsat.solver else []
+    if not stages:
+        return ""
+    return (
+        f"cpsat ranks plans by {' > '.join(stages)}, in that order.\n"
+        f"The objective column names the stage a row follows ({INFO}: measured, not ranked).\n"
+    )
+
+
 def table(instance: Instance, greedy: Plan, cpsat: Plan) -> str:
     t = Table(title=f"{instance.name}: greedy (Volcano) vs cpsat")
-    for col in ("metric", "greedy", "cpsat", "better"):
+    ranked = set(cpsat.solver.stages) if cpsat.solver else set()
+    columns = ("metric", "greedy", "cpsat", "better", *(("objective",) if ranked else ()))
+    for col in columns:
         t.add_column(col, justify="right" if col in ("greedy", "cpsat") else "left")
     for row in rows(greedy, cpsat):
-        t.add_row(row.metric, format_value(row.greedy), format_value(row.cpsat), row.winner)
+        cells = [row.metric, format_value(row.greedy), format_value(row.cpsat), row.winner]
+        if ranked:
+            stage = STAGE_OF.get(row.metric, "")
+            scored = row.higher_is_better is not None
+            cells.append((stage if stage in ranked else INFO) if scored else "")
+        t.add_row(*cells)
     status = cpsat.solver.status if cpsat.solver else NONE
     diffs = job_differences(instance, greedy, cpsat)
     jobs = jobs_table(diffs) if diffs else "Every job has the same outcome under both engines.\n"
-    return _render(t) + f"cpsat status: {status}\n\n" + jobs
+    return objective_line(cpsat) + _render(t) + f"cpsat status: {status}\n\n" + jobs
 
 
 CSV_HEADER = ("section", "metric", "job", "greedy", "cpsat", "better")

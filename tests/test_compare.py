@@ -11,7 +11,8 @@ import pytest
 from demo_plans import demo_and_plans
 
 from optimizer import compare
-from optimizer.plan import Plan
+from optimizer.plan import Plan, SolverInfo
+from optimizer.result import Status
 
 
 @pytest.fixture(scope="module")
@@ -93,3 +94,32 @@ def test_json_has_a_jobs_section_with_both_outcomes(demo, plans) -> None:
     assert [c["metric"] for c in notebooks["changes"]] == ["nodes", "lca_tier"]
     rows = {r["metric"]: r for r in data["rows"]}
     assert rows["jobs_admitted"]["greedy"] == 1 and isinstance(rows["jobs_admitted"]["greedy"], int)
+
+
+def test_the_table_says_what_the_objective_ranks(demo, plans) -> None:
+    """With stages work, fairness and topology active, each score row names the stage that
+    aims at it; jobs admitted (the objective counts work, not jobs) and fragmentation (its
+    stage is off) are information only; context rows name none."""
+    greedy, cpsat = plans
+    cpsat = cpsat.replace(
+        solver=SolverInfo(Status.OPTIMAL, stages={"work": 1.0, "fairness": 0.0, "topology": 2.0})
+    )
+    text = compare.table(demo, greedy, cpsat)
+    assert text.startswith("cpsat ranks plans by work > fairness > topology, in that order.\n")
+    objective = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split("│")[1:-1]]
+        if len(cells) == 5:
+            objective[cells[0]] = cells[4]
+    assert objective["jobs_admitted"] == "info"
+    assert objective["gpu_allocated"] == "work"
+    assert objective["deserved_satisfaction"] == "fairness"
+    assert objective["mean_lca_tier"] == "topology"
+    assert objective["fragmentation"] == "info"
+    assert objective["gpus_partially_used"] == "info"
+    assert objective["wall_seconds"] == ""
+
+
+def test_a_plan_without_solver_stages_has_no_objective_column(demo, plans) -> None:
+    text = compare.table(demo, *plans)
+    assert "objective" not in text and "ranks plans" not in text
