@@ -170,8 +170,7 @@ def evaluate(instance: Instance, plan: Plan) -> Metrics:
     jobs = {p.key: instance.job_by_key[p.job] for p in instance.pods}
     tasks = {key: job.task(instance.pod_by_key[key].task) for key, job in jobs.items()}
     admitted, running, pending = _job_states(instance, plan, bound)
-    # What nodes hold counts other schedulers' pods too; what jobs and queues get does not.
-    held = plan.held_pods(instance)
+    held = plan.held_pods(instance)  # what nodes hold, other schedulers' pods included
     tasks.update({pod.key: job.task(pod.task) for job, pod in instance.foreign_pods})
     gpu = _gpu_use(instance, held, tasks)
     healthy = [d for n in instance.nodes for d in n.gpus if d.health]
