@@ -14,6 +14,8 @@ one given its scheduler address, so a large sweep outgrows one machine without c
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -324,6 +326,15 @@ def solve_variant(
     return row
 
 
+def _start_method() -> str:
+    """How the local cluster starts its workers: forked where the platform forks safely
+    (Linux), so that a sweep called from a plain script (no ``if __name__ == "__main__"``
+    guard) does not make every worker run the script again; spawned elsewhere."""
+    if sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods():
+        return "fork"
+    return "spawn"
+
+
 def sweep(
     instance: Instance,
     variants: Mapping[str, Instance | Variant] | Sequence[tuple[str, Instance | Variant]],
@@ -343,6 +354,7 @@ def sweep(
     Dask runs solves side by side, on a local cluster unless ``scheduler_address`` names an
     existing one.
     """
+    import dask
     from dask.distributed import Client, LocalCluster, as_completed
 
     from .solve import ENGINES
@@ -357,13 +369,14 @@ def sweep(
     if scheduler_address is None:
         # Worker logs are Dask's, not the user's: an interrupted sweep would otherwise print
         # the workers' closed-connection tracebacks after ``interrupted``.
-        cluster = LocalCluster(
-            n_workers=2,
-            threads_per_worker=1,
-            processes=True,
-            dashboard_address=None,
-            silence_logs=logging.CRITICAL,
-        )
+        with dask.config.set({"distributed.worker.multiprocessing-method": _start_method()}):
+            cluster = LocalCluster(
+                n_workers=2,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.CRITICAL,
+            )
         client = Client(cluster)
     else:
         client = Client(scheduler_address)
