@@ -90,7 +90,9 @@ def test_placement_maps_side_by_side(figure) -> None:
     assert (hatched(greedy), hatched(cpsat)) == (10, 6)
     assert (evicted(greedy), evicted(cpsat)) == (0, 4)
     shared = sorted(t.get_text() for t in cpsat.texts)
-    assert shared == ["100%\n4 pods", "50%\n2 pods"]
+    # Four notebook shares of 20,000 MiB and 25 cores on an 81,920 MiB card: cores 100 %,
+    # memory 80,000 / 81,920 = 97.7 %, apart by more than a rounding; two shares: 50 % / 49 %.
+    assert shared == ["50%\n2 pods", "mem 98%\ncores 100%\n4 pods"]
     assert sorted(t.get_text() for t in greedy.texts) == ["75%\n3 pods", "75%\n3 pods"]
     assert "the plans differ on 8 of 64 GPUs" in figure.subfigs[0]._suptitle.get_text()
 
@@ -198,3 +200,14 @@ def test_png_is_written_atomically_and_never_through_a_symlink(tmp_path, figure)
     assert link.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert real.read_bytes() == b"old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.png", "real.png"]
+
+
+def test_a_shared_cell_never_reads_above_100_percent() -> None:
+    """Two pods each holding 60 % of a card's memory and 30 % of its cores would read
+    "120 %" in GPU-equivalents; the cell says memory and cores apart, each within 100 %."""
+    from optimizer.figures.placement import GpuCell, Holder
+
+    pods = (Holder("a", 0.6, False, 0.6, 0.3), Holder("b", 0.6, False, 0.6, 0.3))
+    assert GpuCell(0, True, pods, False).label() == "mem 100%\ncores 60%"
+    same = (Holder("a", 0.5, False, 0.5, 0.5),)
+    assert GpuCell(0, True, same, False).label() == "50%"

@@ -31,6 +31,7 @@ from models.instance import Instance
 from models.resources import NVIDIA_GPU
 from models.tdm import node_zone
 from models.topology import Topology
+from models.workload import DeviceShare
 
 from ..plan import PENDING, Plan
 
@@ -56,6 +57,10 @@ class Holder:
     """GPU-equivalents of the device: max(cores / 100, memory / device memory) per pod."""
     running: bool
     """Held by a pod that was running before the plan."""
+    memory: float = 0.0
+    """The share of the device's memory the pod holds."""
+    cores: float = 0.0
+    """The share of the device's cores the pod holds."""
 
 
 OTHER_SCHEDULERS = "(other schedulers)"
@@ -73,6 +78,16 @@ class GpuCell:
     @property
     def used(self) -> float:
         return sum(h.share for h in self.holders)
+
+    def label(self) -> str:
+        """What the cell says of its use: one percentage, or memory and cores apart when
+        they differ by two points or more (each is at most 100 %, while pods that take more
+        of one than of the other add up past it in GPU-equivalents)."""
+        memory = min(1.0, sum(h.memory for h in self.holders))
+        cores = min(1.0, sum(h.cores for h in self.holders))
+        if abs(memory - cores) < 0.02:  # a rounding apart, not a different use
+            return f"{max(memory, cores):.0%}"
+        return f"mem {memory:.0%}\ncores {cores:.0%}"
 
     @property
     def main(self) -> Holder | None:
@@ -119,6 +134,17 @@ def _equivalents(memory: int, cores: int, device_memory: int) -> float:
     return max(cores / 100, memory / device_memory) if device_memory > 0 else cores / 100
 
 
+def _holder(job: str, share: DeviceShare, device_memory: int, running: bool) -> Holder:
+    memory = share.memory / device_memory if device_memory > 0 else 0.0
+    return Holder(
+        job,
+        _equivalents(share.memory, share.cores, device_memory),
+        running,
+        memory,
+        share.cores / 100,
+    )
+
+
 def placement_map(instance: Instance, plan: Plan) -> PlacementMap:
     """Every GPU node's devices and who holds them once ``plan`` is applied."""
     topology = instance.topology
@@ -135,7 +161,7 @@ def placement_map(instance: Instance, plan: Plan) -> PlacementMap:
             device = node.device(share.id)
             memory = device.memory if device else 0
             held.setdefault((node.name, share.id), []).append(
-                Holder(pod.job, _equivalents(share.memory, share.cores, memory), bound.running)
+                _holder(pod.job, share, memory, bound.running)
             )
     for _, pod in instance.foreign_pods:
         node = instance.node_by_name[pod.node or ""]
@@ -143,7 +169,7 @@ def placement_map(instance: Instance, plan: Plan) -> PlacementMap:
             device = node.device(share.id)
             memory = device.memory if device else 0
             held.setdefault((node.name, share.id), []).append(
-                Holder(OTHER_SCHEDULERS, _equivalents(share.memory, share.cores, memory), True)
+                _holder(OTHER_SCHEDULERS, share, memory, True)
             )
     evicted = set()
     for eviction in plan.evictions:
@@ -320,7 +346,7 @@ def draw_detailed(ax: Axes, pmap: PlacementMap, palette: Palette, *, labels: boo
                 )
                 bottom -= h
             if gpu.holders and (gpu.used < 0.999 or len(gpu.holders) > 1):
-                text = f"{gpu.used:.0%}"
+                text = gpu.label()
                 if len(gpu.holders) > 1:
                     text += f"\n{len(gpu.holders)} pods"
                 ax.text(x, y, text, ha="center", va="center", fontsize=font, color="black")
