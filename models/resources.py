@@ -58,6 +58,69 @@ def format_amount(name: str, amount: int) -> str:
     return format_milli(amount)
 
 
+_READING_UNITS = (
+    ("Ei", 2**60),
+    ("Pi", 2**50),
+    ("Ti", 2**40),
+    ("Gi", 2**30),
+    ("Mi", 2**20),
+    ("Ki", 2**10),
+    ("E", 10**18),
+    ("P", 10**15),
+    ("T", 10**12),
+    ("G", 10**9),
+    ("M", 10**6),
+    ("k", 10**3),
+)
+LARGE_COUNT = 2**20
+"""From here on a count reads better in a suffix it is an exact multiple of (``320Gi``,
+``5M``) than as a row of digits: it was written that way."""
+
+
+def _significant(value: float) -> str:
+    """Three significant digits, no trailing zeros, no exponent: 3.73, 96, 0.5, 1536,
+    12,500."""
+    if value >= 100 or float(value).is_integer():
+        return f"{value:,.0f}" if value >= 10_000 else f"{value:.0f}"
+    return f"{value:.3g}"
+
+
+def readable_bytes(amount: float) -> str:
+    """``4000000000`` → ``3.73Gi``; exact binary amounts stay exact (``768Gi``)."""
+    for suffix, unit in _READING_UNITS[:6]:
+        if amount >= unit:
+            return f"{_significant(amount / unit)}{suffix}"
+    return f"{_significant(amount)}B" if amount else "0"
+
+
+def _count(value: float) -> str:
+    """A count; a large whole one in the shortest exact suffix form, if it has one."""
+    if value < LARGE_COUNT or not float(value).is_integer():
+        return _significant(value)
+    whole = int(value)
+    exact = [f"{whole // unit}{suffix}" for suffix, unit in _READING_UNITS if whole % unit == 0]
+    return min(exact, key=len, default=_significant(value))
+
+
+def readable_amount(name: str, amount: int) -> str:
+    """An amount of resource ``name`` as people read it, not as the API server stores it:
+    cores for CPU, binary units for memory-like resources (``320Gi``, ``3.73Gi`` for 4G),
+    counts for the rest, ``∞`` for unlimited. Not a quantity to write back: see
+    :func:`format_amount`. Only memory, storage and hugepages count bytes: an extended
+    resource is a count whatever its name says (HAMi's ``nvidia.com/gpumem`` counts MiB)."""
+    if amount >= INFINITE // 2:
+        return "∞"
+    if name in _BYTE_RESOURCES:
+        return readable_bytes(amount)
+    if name in _UNIT_RESOURCES:
+        return str(amount)
+    if name.startswith("hugepages-"):  # a scalar, so kept in milli-bytes
+        return readable_bytes(amount / 1000)
+    if name == CPU:
+        return _significant(amount / 1000)
+    return _count(amount / 1000)
+
+
 class Resources(Mapping[str, int]):
     """An immutable resource vector: resource name → amount in vcopt units.
 

@@ -107,17 +107,22 @@ def engine_report_arguments(p: argparse.ArgumentParser) -> None:
 
 INSTANCE_HELP = (
     "instance file(s): one vcopt YAML, or kubectl get -o yaml dumps read as one (- is "
-    "standard input)"
+    "standard input); options may come before, between or after them"
 )
 
 
-def input_arguments(p: argparse.ArgumentParser, *, files: bool = True) -> None:
-    if files:
-        p.add_argument("files", nargs="+", metavar="FILE", help=INSTANCE_HELP)
+def input_arguments(p: argparse.ArgumentParser, *, last: str = "", last_help: str = "") -> None:
+    """The instance files, then (``last``) one more positional that ends the list, such as
+    the job ``explain`` asks about: ``FILE... JOB``, the last word being the job."""
+    p.add_argument("files", nargs="+", metavar="FILE", help=INSTANCE_HELP)
+    if last:
+        p.add_argument(last.lower(), metavar=last, help=last_help)
     p.add_argument(
         "--scheduler-conf",
         metavar="FILE",
-        help="a volcano-scheduler.conf that replaces the input's scheduler configuration",
+        help="a volcano-scheduler.conf, or the ConfigMap holding it (kubectl get configmap -n "
+        "volcano-system volcano-scheduler-configmap -o yaml), that replaces the input's "
+        "scheduler configuration",
     )
     p.add_argument(
         "--now", metavar="TIME", help="the snapshot's time, RFC 3339 (TDM windows are read on it)"

@@ -7,6 +7,8 @@ and the rename replaces a symlink at the target rather than writing through it. 
 keeps the mode of the file it replaces, or gets the user's umask, as ``open()`` would have
 given it. A device or pipe (``-o /dev/stdout``) is written in place: nothing can be renamed
 over a stream. A failure names the target the user asked for, never the temporary file.
+:func:`unwritable` asks the same questions up front, so a command refuses an output it could
+not write before it does any work.
 """
 
 from __future__ import annotations
@@ -74,3 +76,31 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def unwritable(path: str | Path) -> str | None:
+    """Why :func:`write_atomic` could not write ``path``, or None when it can.
+
+    Asked before any work starts, so that a long solve never ends in "no such directory". It
+    tries what the write will do: a stream is written in place; anything else needs a new file
+    in the target's folder (a folder in ``/proc`` or ``/sys``, read-only or missing, has none).
+    """
+    target = Path(path)
+    if not str(path):
+        return "an empty file name"
+    if _stream(target):
+        return None
+    if not target.is_symlink() and target.is_dir():
+        return "is a directory"
+    parent = target.parent
+    if not parent.exists():
+        return f"the directory {parent} does not exist"
+    if not parent.is_dir():
+        return f"{parent} is not a directory"
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=parent)
+    except OSError as err:
+        return f"no file can be created in {parent} ({err.strerror})"
+    os.close(fd)
+    Path(tmp).unlink()
+    return None

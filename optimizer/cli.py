@@ -12,9 +12,11 @@ import argparse
 import dataclasses
 import math
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
 
 from .interrupts import Terminated, sigterm_raises, stopped
 
@@ -24,12 +26,13 @@ try:
     with sigterm_raises():
         from models.errors import InputError, Problem
         from models.instance import Instance
-        from models.load import load_inputs
+        from models.load import STDIN, load_inputs
+        from models.scheduler_conf_file import read_scheduler_conf
         from models.yamlio import dump_yaml
 
         from . import __version__, compare, show
         from .arguments import engine_report_arguments, input_arguments, solver_arguments
-        from .atomic import write_atomic
+        from .atomic import unwritable, write_atomic
         from .budget import process_started
         from .disruption import breaches
         from .options import OptionError, SolveOptions, parse_queue_budgets, parse_weights
@@ -53,6 +56,28 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message}\n")
 
 
+class _CommandParser(_Parser):
+    """A command's parser: options may sit anywhere among the files, as they do in a
+    command typed after a dump (``verify snap.yaml cm.yaml --now T plan.yaml``).
+
+    argparse reads a command's arguments through ``parse_known_args``; this reads them as
+    ``parse_known_intermixed_args`` does, which itself calls ``parse_known_args`` twice
+    (options first, then the positionals) and gets the plain reading then."""
+
+    _intermixing = False
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if self._intermixing:
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._intermixing = False
+
+
 def _print_warnings(warnings: Sequence[object], quiet: bool) -> None:
     if quiet:
         return
@@ -60,13 +85,43 @@ def _print_warnings(warnings: Sequence[object], quiet: bool) -> None:
         print(f"warning: {warning}", file=sys.stderr)
 
 
-def _load(args: argparse.Namespace, files: Sequence[str] | None = None) -> Instance:
-    """The instance of the command's input files, with ``--scheduler-conf`` and ``--now``."""
-    return load_inputs(
-        files if files is not None else args.files,
-        scheduler_conf=args.scheduler_conf,
-        now=args.now,
-    )
+def _load(args: argparse.Namespace) -> Instance:
+    """The instance of the command's input files, with ``--scheduler-conf`` and ``--now``.
+
+    The configuration is read and checked on its own first (a raw conf or its ConfigMap), so
+    that a problem in it names its file; the loader then takes it as a raw conf."""
+    if args.scheduler_conf is None:
+        return load_inputs(args.files, now=args.now)
+    if args.scheduler_conf == STDIN and STDIN in args.files:
+        raise InputError(
+            [
+                Problem(
+                    "standard input is read once: give - as a FILE or here",
+                    field="--scheduler-conf",
+                )
+            ]
+        )
+    conf = read_scheduler_conf(args.scheduler_conf)
+    with tempfile.TemporaryDirectory(prefix="vcopt-") as folder:
+        raw = Path(folder) / "volcano-scheduler.conf"
+        raw.write_text(dump_yaml(conf, sort_keys=False), encoding="utf-8")
+        return load_inputs(args.files, scheduler_conf=raw, now=args.now)
+
+
+OUTPUTS = (("output", "-o/--output"), ("plot", "--plot"), ("csv", "--csv"), ("json", "--json"))
+"""The options that name a file a command writes: (argparse dest, as the user spells it)."""
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse an output no file can be written to before any work, rather than after it."""
+    problems = []
+    for dest, option in OUTPUTS:
+        path = getattr(args, dest, None)
+        why = unwritable(path) if path is not None else None
+        if why is not None:
+            problems.append(Problem(f"cannot be written: {why}", field=option, file=path))
+    if problems:
+        raise InputError(problems)
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
@@ -83,9 +138,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
     instance = _load(args)
     _print_warnings(instance.warnings, args.quiet)
-    sys.stdout.write(show.render(instance))
+    sys.stdout.write(show.render(instance, Console().width))
     return EXIT_OK
 
 
@@ -160,10 +217,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    *files, plan_file = args.inputs
-    if not files:
-        raise InputError([Problem("expected the instance file(s), then the plan file")])
-    instance = _load(args, files)
+    files, plan_file = args.files, args.plan
+    instance = _load(args)
     _print_warnings(instance.warnings, args.quiet)
     plan = read_plan(plan_file, instance)
     violations = verify(instance, plan)
@@ -212,7 +267,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     from .explain import explain
 
     options = _options(args)
-    instance = _load(args, [args.file])
+    instance = _load(args)
     _print_warnings(instance.warnings, args.quiet)
     found = explain(instance, args.job, args.engine, options=options, check=not args.no_check)
     sys.stdout.write(_report(found.to_dict(), found.to_text(), args.format))
@@ -223,7 +278,7 @@ def cmd_capacity(args: argparse.Namespace) -> int:
     from .explain import capacity
 
     options = _options(args)
-    instance = _load(args, [args.file])
+    instance = _load(args)
     _print_warnings(instance.warnings, args.quiet)
     found = capacity(
         instance, args.queue, args.node_like, args.engine, options=options, check=not args.no_check
@@ -325,7 +380,7 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {_package_version()}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
 
     p = sub.add_parser("validate", help="check an instance file and report every problem")
     input_arguments(p)
@@ -367,14 +422,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("verify", help="check a plan against every rule (exit 3 on violations)")
-    p.add_argument(
-        "inputs",
-        nargs="+",
-        metavar="FILE",
-        help="instance file(s) as for solve, then the plan file (YAML or JSON, or the "
-        "bindings solve writes)",
+    input_arguments(
+        p,
+        last="PLAN",
+        last_help="the plan, always the last file (YAML or JSON, or the bindings solve writes)",
     )
-    input_arguments(p, files=False)
     p.add_argument("-q", "--quiet", action="store_true", help="do not print warnings")
     p.set_defaults(func=cmd_verify)
 
@@ -398,18 +450,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "explain", help="why a job is pending, and the smallest change that lets it start"
     )
-    p.add_argument("file", help="instance file: vcopt YAML, or a kubectl get -o yaml dump")
-    p.add_argument("job", help="the job: namespace/name, or a name only one job has")
-    input_arguments(p, files=False)
+    input_arguments(
+        p,
+        last="JOB",
+        last_help="the job, always the last word: namespace/name, or a name only one job has",
+    )
     engine_report_arguments(p)
     p.set_defaults(func=cmd_explain)
 
     p = sub.add_parser(
         "capacity", help="the fewest nodes of one shape to add so that pending jobs start"
     )
-    p.add_argument("file", help="instance file: vcopt YAML, or a kubectl get -o yaml dump")
+    input_arguments(p)
     p.add_argument("--queue", help="only the pending jobs of this queue (default: all)")
-    input_arguments(p, files=False)
     p.add_argument(
         "--node-like",
         metavar="NODE",
@@ -470,6 +523,7 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
     func: Callable[[argparse.Namespace], int] = args.func
     try:
         with sigterm_raises():
+            _check_outputs(args)
             return func(args)
     except InputError as err:
         for problem in err.problems:

@@ -7,19 +7,35 @@ admission and which users rarely see, beside what running pods already hold.
 
 Quantities are written for people, not for the API server: CPU in cores, memory in the
 largest binary unit that keeps three significant digits (``4G`` reads ``3.73Gi``), GPUs as
-cards with HAMi's time-slices apart. A value that is not set is always ``-`` and an
-unlimited one ``∞``, so a blank never has two spellings.
+cards with HAMi's time-slices apart (``models.resources.readable_amount``). A value that is
+not set is always ``-`` and an unlimited one ``∞``, so a blank never has two spellings.
+
+Tables keep to the terminal's width, because a real cluster's resource lists (every extended
+resource its nodes report) would otherwise run to hundreds of columns: the columns of a table
+that is too wide go on in a second table below, led again by the first column, and a cell
+wider than the room beside the first column (a long resource list) wraps between its words.
+Cells keep their whole width wherever they fit, so a value is never cut where it need not be.
 """
 
 from __future__ import annotations
 
 import textwrap
 from collections.abc import Mapping, Sequence
+from itertools import zip_longest
 
-from models.gpu import GpuRequest
+from models.gpu import GPU_RESOURCE_NAMES, GpuRequest
 from models.instance import Instance
 from models.queues import ROOT, QueueAttrs, capacity_flat, capacity_hierarchical
-from models.resources import CPU, INFINITE, NVIDIA_GPU, PODS, Resources
+from models.resources import (
+    CPU,
+    INFINITE,
+    MEMORY,
+    NVIDIA_GPU,
+    PODS,
+    Resources,
+    readable_amount,
+    readable_bytes,
+)
 from models.tdm import node_zone
 from models.workload import Task
 
@@ -27,42 +43,60 @@ from .explain.position import queue_positions
 
 UNSET = "-"
 UNLIMITED = "∞"
-_BINARY = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
-_BYTES = frozenset({"memory", "ephemeral-storage", "storage"})
+GAP = 3
+"""Spaces between columns, as kubectl prints them."""
+LEGEND_WIDTH = 100
+FIRST = (CPU, MEMORY, NVIDIA_GPU)
+"""The resources people compare first, listed before the others (alphabetical)."""
 
 
-def columns(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
-    """kubectl-style table: left-aligned columns separated by three spaces."""
+def columns(
+    header: Sequence[str], rows: Sequence[Sequence[object]], width: int | None = None
+) -> str:
+    """kubectl-style table: left-aligned columns separated by three spaces, within ``width``
+    characters (None: as wide as the cells).
+
+    Too wide, the columns that do not fit go to a second table below (and a third…), each
+    led again by the first column; a column wider than the room beside the first one wraps
+    between words, and the first column wraps beyond half the width."""
     table = [list(header), *[[str(c) for c in row] for row in rows]]
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    lines = ["   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in table]
-    return "\n".join(lines) + "\n"
+    natural = [max(len(r[i]) for r in table) for i in range(len(header))]
+    if width is None or _span(natural) <= width:
+        return _lines(table, natural)
+    key = min(natural[0], max(width // 2, 1))
+    room = max(width - key - GAP, 1)
+    groups: list[tuple[list[int], list[int]]] = [([0], [key])]
+    for i in range(1, len(header)):
+        wide = min(natural[i], room)
+        picked, widths = groups[-1]
+        if len(picked) > 1 and _span([*widths, wide]) > width:
+            groups.append(([0], [key]))
+            picked, widths = groups[-1]
+        picked.append(i)
+        widths.append(wide)
+    return "\n".join(
+        _lines([[r[i] for i in picked] for r in table], widths) for picked, widths in groups
+    )
 
 
-def _number(value: float) -> str:
-    """Three significant digits, no trailing zeros, no exponent: 3.73, 96, 0.5, 1536."""
-    if value >= 100 or float(value).is_integer():
-        return f"{value:,.0f}" if value >= 10_000 else f"{value:.0f}"
-    return f"{value:.3g}"
+def _span(widths: Sequence[int]) -> int:
+    return sum(widths) + GAP * (len(widths) - 1)
 
 
-def bytes_text(amount: int) -> str:
-    """``4000000000`` → ``3.73Gi``; exact binary amounts stay exact (``768Gi``)."""
-    for suffix, unit in _BINARY:
-        if amount >= unit:
-            return f"{_number(amount / unit)}{suffix}"
-    return f"{amount}B" if amount else "0"
+def _lines(table: Sequence[Sequence[str]], widths: Sequence[int]) -> str:
+    out = []
+    for row in table:
+        cells = [_wrap(cell, w) for cell, w in zip(row, widths, strict=True)]
+        for parts in zip_longest(*cells, fillvalue=""):
+            line = (" " * GAP).join(p.ljust(w) for p, w in zip(parts, widths, strict=True))
+            out.append(line.rstrip())
+    return "\n".join(out) + "\n"
 
 
-def amount_text(name: str, amount: int) -> str:
-    """One resource amount in the unit people use for it."""
-    if amount >= INFINITE // 2:
-        return UNLIMITED
-    if name in _BYTES:
-        return bytes_text(amount)
-    if name == PODS:
-        return str(amount)
-    return _number(amount / 1000)
+def _wrap(cell: str, width: int) -> list[str]:
+    if len(cell) <= width:
+        return [cell]
+    return textwrap.wrap(cell, width, break_on_hyphens=False) or [""]
 
 
 def resources_text(resources: Resources | None, *, zeros: bool = False) -> str:
@@ -77,7 +111,8 @@ def resources_text(resources: Resources | None, *, zeros: bool = False) -> str:
     finite = {k: v for k, v in shown.items() if v < INFINITE // 2}
     if not finite:
         return UNLIMITED
-    text = ", ".join(f"{k}={amount_text(k, v)}" for k, v in finite.items())
+    ordered = sorted(finite, key=lambda k: (FIRST.index(k) if k in FIRST else len(FIRST), k))
+    text = ", ".join(f"{k}={readable_amount(k, finite[k])}" for k in ordered)
     return text + (", others ∞" if len(finite) < len(shown) else "")
 
 
@@ -90,8 +125,8 @@ def queue_attrs(instance: Instance) -> Mapping[str, QueueAttrs]:
     return capacity_flat(tree, total, [j.queue for j in instance.jobs])
 
 
-def hypernode_table(instance: Instance) -> str:
-    return columns(["NAME", "TIER", "TIERNAME", "NODECOUNT"], instance.topology.table())
+def hypernode_table(instance: Instance, width: int | None = None) -> str:
+    return columns(["NAME", "TIER", "TIERNAME", "NODECOUNT"], instance.topology.table(), width)
 
 
 def allocated(instance: Instance) -> dict[str, Resources]:
@@ -111,7 +146,7 @@ def allocated(instance: Instance) -> dict[str, Resources]:
     return out
 
 
-def queue_table(instance: Instance) -> str:
+def queue_table(instance: Instance, width: int | None = None) -> str:
     tree = instance.queue_tree
     attrs = queue_attrs(instance)
     held = allocated(instance)
@@ -130,7 +165,7 @@ def queue_table(instance: Instance) -> str:
                 resources_text(a.deserved if a else queue.deserved),
                 resources_text(a.guarantee if a else queue.guarantee),
                 resources_text(a.capability if a else queue.capability, zeros=True),
-                resources_text(a.real_capability if a else None, zeros=True),
+                resources_text(_real_capability(a), zeros=True),
                 resources_text(held.get(name)),
                 jobs.get(name, 0),
             ]
@@ -149,10 +184,19 @@ def queue_table(instance: Instance) -> str:
         "ALLOCATED",
         "JOBS",
     ]
-    return columns(header, rows) + queue_legend(instance)
+    return columns(header, rows, width) + queue_legend(instance, width)
 
 
-def queue_legend(instance: Instance) -> str:
+def _real_capability(attrs: QueueAttrs | None) -> Resources | None:
+    """realCapability with a zero kept only where the capability names the resource: the
+    others are resources no node offers (a node's ``hugepages-1Gi: 0``), not limits."""
+    if attrs is None:
+        return None
+    real = attrs.real_capability
+    return Resources({k: v for k, v in real.items() if v or k in attrs.capability})
+
+
+def queue_legend(instance: Instance, width: int | None = None) -> str:
     """What the quota columns count, which is not what a GPU count suggests."""
     gpus = [d for n in instance.nodes for d in n.gpus]
     lines = [
@@ -166,13 +210,14 @@ def queue_legend(instance: Instance) -> str:
             f"a card counts 1 (vcopt's gpu_allocated metric counts the share). The cluster's "
             f"{len(gpus)} GPUs register {slices} HAMi slices, the {NVIDIA_GPU} Volcano sees."
         )
+    wrap = min(width or LEGEND_WIDTH, LEGEND_WIDTH)
     return "".join(
-        textwrap.fill(line, 100, initial_indent="  ", subsequent_indent="  ") + "\n"
+        textwrap.fill(line, wrap, initial_indent="  ", subsequent_indent="  ") + "\n"
         for line in lines
     )
 
 
-def node_table(instance: Instance) -> str:
+def node_table(instance: Instance, width: int | None = None) -> str:
     topology = instance.topology
     rows = []
     for node in instance.nodes:
@@ -180,11 +225,11 @@ def node_table(instance: Instance) -> str:
         memory = sorted({d.memory for d in node.gpus})
         gpus = UNSET
         if node.gpus:
-            size = "/".join(bytes_text(m * 2**20) for m in memory)
+            size = "/".join(readable_bytes(m * 2**20) for m in memory)
             slices = sum(d.count for d in node.gpus)
             gpus = f"{len(node.gpus)} × {'/'.join(types)} {size} ({slices} slices)"
         elif node.plain_gpus:
-            gpus = f"{amount_text(NVIDIA_GPU, node.allocatable.get(NVIDIA_GPU))} (plain count)"
+            gpus = f"{readable_amount(NVIDIA_GPU, node.allocatable.get(NVIDIA_GPU))} (plain count)"
         used = sum(1 for p in instance.pods if p.node == node.name)
         used += sum(1 for _, p in instance.foreign_pods if p.node == node.name)
         rows.append(
@@ -200,7 +245,8 @@ def node_table(instance: Instance) -> str:
                 "SchedulingDisabled" if node.unschedulable else "Ready",
             ]
         )
-    return columns(["NODE", "ALLOCATABLE", "GPUS", "PODS", "HYPERNODE", "ZONE", "STATUS"], rows)
+    header = ["NODE", "ALLOCATABLE", "GPUS", "PODS", "HYPERNODE", "ZONE", "STATUS"]
+    return columns(header, rows, width)
 
 
 def gpu_request_text(request: GpuRequest) -> str:
@@ -210,7 +256,7 @@ def gpu_request_text(request: GpuRequest) -> str:
         return cards
     parts = []
     if request.memory:
-        parts.append(f"{bytes_text(request.memory * 2**20)} memory")
+        parts.append(f"{readable_bytes(request.memory * 2**20)} memory")
     elif request.percentage is not None:
         parts.append(f"{request.percentage} % memory")
     parts.append(f"{request.booked_cores} % cores")
@@ -218,20 +264,23 @@ def gpu_request_text(request: GpuRequest) -> str:
 
 
 def request_text(task: Task) -> str:
-    """A pod's request as people read it: cores, memory, GPU cards or shares."""
+    """A pod's request as people read it: cores, memory, GPU cards or shares, then any other
+    resource as ``name=amount``."""
     r = task.resources
     parts = []
     if r.get(CPU):
-        parts.append(f"{amount_text(CPU, r.get(CPU))} cores")
-    if r.get("memory"):
-        parts.append(bytes_text(r.get("memory")))
+        parts.append(f"{readable_amount(CPU, r.get(CPU))} cores")
+    if r.get(MEMORY):
+        parts.append(readable_bytes(r.get(MEMORY)))
     parts.extend(gpu_request_text(g) for g in task.gpu)
     if not task.gpu and r.get(NVIDIA_GPU):
-        parts.append(f"{amount_text(NVIDIA_GPU, r.get(NVIDIA_GPU))} {NVIDIA_GPU}")
+        parts.append(f"{readable_amount(NVIDIA_GPU, r.get(NVIDIA_GPU))} {NVIDIA_GPU}")
+    shown = {CPU, MEMORY, PODS, *GPU_RESOURCE_NAMES}
+    parts.extend(f"{k}={readable_amount(k, v)}" for k, v in r.items() if v and k not in shown)
     return ", ".join(parts) or UNSET
 
 
-def job_table(instance: Instance) -> str:
+def job_table(instance: Instance, width: int | None = None) -> str:
     """Jobs with their queue position: the order Volcano would try each queue's pending jobs."""
     positions = queue_positions(instance)
     rows = []
@@ -266,16 +315,16 @@ def job_table(instance: Instance) -> str:
         "PHASE",
         "PODS × REQUEST",
     ]
-    return columns(header, rows)
+    return columns(header, rows, width)
 
 
-def summary(instance: Instance) -> str:
+def summary(instance: Instance, width: int | None = None) -> str:
     """One line of totals: nodes, cores, memory, GPU cards by type and their HAMi slices."""
     total = instance.total_allocatable
     gpus = [d for n in instance.nodes for d in n.gpus]
     text = (
-        f"{len(instance.nodes)} nodes, {amount_text(CPU, total.get(CPU))} cpu, "
-        f"{bytes_text(total.get('memory'))} memory"
+        f"{len(instance.nodes)} nodes, {readable_amount(CPU, total.get(CPU))} cpu, "
+        f"{readable_bytes(total.get(MEMORY))} memory"
     )
     if gpus:
         by_type: dict[str, int] = {}
@@ -285,7 +334,7 @@ def summary(instance: Instance) -> str:
         healthy = sum(1 for d in gpus if d.health)
         text += f", {len(gpus)} GPUs ({kinds}; {healthy} healthy, {sum(d.count for d in gpus)} "
         text += "HAMi slices)"
-    return text + "\n"
+    return (textwrap.fill(text, width) if width else text) + "\n"
 
 
 def foreign_summary(instance: Instance) -> str:
@@ -307,15 +356,16 @@ def foreign_summary(instance: Instance) -> str:
     return "".join(lines)
 
 
-def render(instance: Instance) -> str:
-    """Every section, separated by blank lines."""
+def render(instance: Instance, width: int | None = None) -> str:
+    """Every section, separated by blank lines, each within ``width`` characters (None: as
+    wide as its longest line)."""
     sections = [
         f"Instance {instance.name} at {instance.now.isoformat()} ({instance.timezone})\n"
-        + summary(instance),
-        hypernode_table(instance) if instance.hypernodes else "No HyperNodes.\n",
-        queue_table(instance),
-        node_table(instance),
-        job_table(instance) if instance.jobs else "No jobs.\n",
+        + summary(instance, width),
+        hypernode_table(instance, width) if instance.hypernodes else "No HyperNodes.\n",
+        queue_table(instance, width),
+        node_table(instance, width),
+        job_table(instance, width) if instance.jobs else "No jobs.\n",
     ]
     if instance.foreign_pods:
         sections.append(foreign_summary(instance))

@@ -52,9 +52,27 @@ def test_capacity_yaml_names_the_count(tmp_path, capsys):
     args = ["capacity", path, "--node-like", "gpu-a-001", "--engine", "greedy", "--format", "yaml"]
     assert main([*args, *FAST]) == EXIT_OK
     doc = yaml.safe_load(capsys.readouterr().out)
-    assert doc["nodes"] == 2
+    assert doc["possible"] is True and doc["nodes"] == 2
     assert doc["added"] == [{"like": "gpu-a-001", "hypernode": "rack-1", "count": 2}]
+    assert doc["admissible"] == ["default/want"] and doc["unadmittable"] == {}
     assert doc["admitsAfter"] is True and doc["oneFewerAdmits"] is False
+
+
+def test_capacity_text_names_the_count_its_check_and_the_jobs_set_aside(tmp_path, capsys):
+    """nodes_case needs 2 nodes like gpu-a-001 in rack-1, and 1 does not do (one 8-GPU pod
+    per node); queue_case's want is held by research's capability, which no node raises."""
+    path = _write(tmp_path, _source(nodes_case()))
+    args = ["capacity", path, "--node-like", "gpu-a-001", "--engine", "greedy"]
+    assert main([*args, *FAST]) == EXIT_OK
+    assert capsys.readouterr().out.splitlines()[1:3] == [
+        "Fewest nodes like gpu-a-001 to add: 2 (checked: 2 admit default/want, 1 does not)",
+        "  - 2 like gpu-a-001 in rack-1",
+    ]
+    path = _write(tmp_path, _source(queue_case()))
+    assert main(["capacity", path, "--engine", "greedy", *FAST]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "Fewest nodes to add: 0" in out
+    assert "  - default/want — queue research already holds 4 of its 8 nvidia.com/gpu" in out
 
 
 def test_capacity_with_an_unknown_node_is_bad_input(tmp_path, capsys):
