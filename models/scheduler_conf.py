@@ -230,8 +230,14 @@ class SchedulerConf:
 
     @property
     def evicts(self) -> bool:
-        """Whether an action that evicts running pods is configured (TDM evicts on its own)."""
-        return any(action in EVICTING_ACTIONS for action in self.actions)
+        """Whether a configured action can evict running pods: preempt, reclaim, or shuffle
+        with the tdm plugin's Victim hook on. ``shuffle`` evicts only what ``VictimTasks``
+        names, and among the modelled plugins only tdm answers that hook; it is Volcano's one
+        caller, so TDM evicts nothing without ``shuffle`` in the actions."""
+        if any(action in EVICTING_ACTIONS for action in self.actions):
+            return True
+        tdm = self.plugin("tdm")
+        return "shuffle" in self.actions and tdm is not None and tdm.enabled("Victim")
 
     @property
     def enforces_topology(self) -> bool:

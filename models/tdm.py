@@ -4,8 +4,8 @@ Volcano's ``tdm`` plugin lends nodes labelled ``volcano.sh/revocable-zone=<rz>``
 only inside a daily window ``HH:MM-HH:MM`` and evicts revocable pods from them outside it
 (``pkg/scheduler/plugins/tdm/tdm.go``, spec §6). This module holds what those rules *are*: the
 window and when it is active, the plugin arguments, how pods and jobs are marked revocable or
-preemptable, and how many pods of a job may be evicted at once. The plugin's hooks live in the
-greedy engine.
+preemptable, how many pods of a job may be evicted at once, and how many ``shuffle``'s rounds
+of a cycle evict from each closed zone. The plugin's hooks live in the greedy engine.
 
 Volcano anchors a window to *today*, which breaks cross-midnight windows (spec §9 item 12): with
 ``faithful=True`` (the default) the functions reproduce that; ``faithful=False`` gives the meaning
@@ -23,6 +23,7 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from .errors import Diagnostics
 from .golang import parse_go_bool, parse_go_duration
+from .scheduler_conf import SchedulerConf
 from .vocabulary import PREEMPTABLE, REVOCABLE_ZONE
 
 ZONE_LABEL = REVOCABLE_ZONE
@@ -31,6 +32,10 @@ ZONE_ARG_PREFIX = "tdm.revocable-zone."
 EVICT_PERIOD_ARG = "tdm.evict.period"
 LAST_EVICT_ARG = "vcopt.lastEvictAt"
 DEFAULT_EVICT_PERIOD = timedelta(minutes=1)
+SHUFFLE_ACTION = "shuffle"
+SHUFFLE_REASON = "tdm"
+"""The reason plans give a pod ``shuffle`` evicts for TDM (Volcano records "shuffle")."""
+VICTIM_FLAG = "Victim"
 
 # Two spellings circulate for the PodGroup disruption budget: Volcano's constants (spec §6) and
 # the ones seed 002 prints. Both are accepted; Volcano's wins when a PodGroup carries both.
@@ -358,6 +363,66 @@ def job_eviction_budget(
     """How many pods of a job TDM may evict now: ``getMaxPodEvictNum`` on the budget Volcano
     extracted from the PodGroup's annotations."""
     return max_evictable(extract_budget(annotations), total_tasks, running, finished)
+
+
+def shuffle_rounds(conf: SchedulerConf, config: TdmConfig | None, now: datetime) -> int:
+    """How many times one scheduling cycle runs TDM's victim search (``VictimTasks``).
+
+    Volcano calls it from the ``shuffle`` action alone, and only the tdm plugin answers it
+    (with ``enableVictim`` on). A round runs unless the previous one (``vcopt.lastEvictAt``, or
+    an earlier round of this cycle) was less than ``tdm.evict.period`` ago, and every round sets
+    that time to ``now``: so a cycle has one round, or none, whatever the number of
+    ``shuffle`` entries, except with a period of zero or less, when each entry is a round.
+    """
+    plugin = conf.plugin(TDM_PLUGIN)
+    shuffles = conf.actions.count(SHUFFLE_ACTION)
+    if config is None or plugin is None or not plugin.enabled(VICTIM_FLAG) or not shuffles:
+        return 0
+    last = config.last_evict_at
+    if last is not None and last + config.evict_period > now:
+        return 0
+    return shuffles if config.evict_period <= timedelta(0) else 1
+
+
+def closed_zones(config: TdmConfig, now: datetime, tz: tzinfo) -> list[str]:
+    """The configured zones whose window is closed at ``now`` (Volcano's today-anchored
+    reading), the only ones ``VictimTasks`` takes pods from. Nodes labelled with a zone that
+    has no window are not in it: Volcano walks the configured zones."""
+    return [zone for zone in config.zones if not config.zone_active(zone, now, tz)]
+
+
+def shuffle_round(
+    annotations: Mapping[str, str], total_tasks: int, running: int, candidates: Mapping[str, int]
+) -> dict[str, int]:
+    """How many of one job's pods one ``VictimTasks`` round evicts from each closed zone.
+
+    ``candidates`` counts, per closed zone, the job's Running preemptable pods on the zone's
+    nodes. Volcano groups them per zone and then per job and cuts each group to
+    ``getMaxPodEvictNum`` on the job's statuses at the round (:func:`job_eviction_budget`), so a
+    job spread over two closed zones loses up to its budget in each; which pods of a group go is
+    Go map order.
+    """
+    allowed = job_eviction_budget(annotations, total_tasks, running, 0)
+    return {zone: min(allowed, count) for zone, count in candidates.items()}
+
+
+def shuffle_victims(
+    annotations: Mapping[str, str],
+    total_tasks: int,
+    running: int,
+    candidates: Mapping[str, int],
+    rounds: int,
+) -> dict[str, int]:
+    """What ``rounds`` rounds with nothing else evicted in between take from one job, per
+    closed zone: each round's victims are Releasing, no longer Running, for the next."""
+    taken = dict.fromkeys(candidates, 0)
+    for _ in range(rounds):
+        left = {zone: count - taken[zone] for zone, count in candidates.items()}
+        step = shuffle_round(annotations, total_tasks, running, left)
+        for zone, count in step.items():
+            taken[zone] += count
+        running -= sum(step.values())
+    return taken
 
 
 def _budget_value(annotations: Mapping[str, str], keys: tuple[str, ...]) -> str:

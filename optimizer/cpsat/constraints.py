@@ -3,6 +3,8 @@
 Rules the model enforces by construction, with no constraint of their own:
 - ``selector``, ``taint``, ``gpu-filter``, ``tdm-window``, ``tdm-revocable-only``: static
   predicates; they decide which count and device-use variables exist (``candidates.py``).
+  ``tdm-window``'s other half, the evictions ``shuffle`` makes at a window's close, is
+  ``evictions.shuffle_evictions``.
 - ``running-kept``: running pods have no placement variables, only an eviction count when
   they may be evicted.
 

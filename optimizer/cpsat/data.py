@@ -21,7 +21,16 @@ from models.cluster import Node
 from models.instance import Instance
 from models.queues import QueueAttrs, capacity_flat, capacity_hierarchical, proportion_deserved
 from models.resources import Resources
-from models.tdm import has_disruption_budget, job_eviction_budget, pod_preemptable
+from models.scheduler_conf import EVICTING_ACTIONS
+from models.tdm import (
+    closed_zones,
+    has_disruption_budget,
+    job_eviction_budget,
+    node_zone,
+    pod_preemptable,
+    shuffle_rounds,
+    shuffle_victims,
+)
 from models.vocabulary import CRITICAL_PRIORITY_CLASSES, SYSTEM_NAMESPACE
 from models.workload import DeviceShare, Job, Pod, Task
 
@@ -57,6 +66,7 @@ class Compiled:
     """Queue → jobs whose pods its quota counts (the queue and, hierarchically, its subtree)."""
     leaf_ok: dict[str, bool]
     evictions_on: bool
+    """preempt or reclaim is configured (TDM's evictions are :attr:`tdm_evictions`)."""
     topology_on: bool
     eviction_budget: dict[str, int]
     levels: list[int]
@@ -69,6 +79,12 @@ class Compiled:
     evict_groups: list[EvictGroup]
     typical: tuple[TypicalTask, ...] = ()
     """The typical-task mix the fragmentation stage reads (empty: the stage is off)."""
+    tdm_zone: dict[int, str] = field(default_factory=dict)
+    """Running pod → the closed zone it runs in, for the pods ``shuffle`` picks its victims
+    from (Running, preemptable, on a node of a configured zone whose window is closed, with a
+    round of ``VictimTasks`` in this cycle)."""
+    tdm_evictions: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(closed zone, job key) → how many of those pods the cycle's rounds evict."""
     fragmentation_terms: list[NodeTerms] | None = field(default=None, repr=False)
     """Its per-node terms, made on first use (``frag_stage.node_terms``)."""
     groups_on: list[list[int]] = field(init=False)
@@ -197,7 +213,18 @@ class _Builder:
         self.largest = max((d.memory for d in gpu_devices), default=1) or 1
         total_cpu = instance.total_allocatable.get("cpu")
         self.cpu_per_gpu = total_cpu / len(gpu_devices) if gpu_devices and total_cpu else 1000
-        self.evictions_on = instance.scheduler.evicts
+        conf = instance.scheduler
+        self.evictions_on = any(action in EVICTING_ACTIONS for action in conf.actions)
+        tdm = instance.tdm
+        # A view decides no eviction: the plan it is cut from made shuffle's already.
+        rounds = 0 if view is not None else shuffle_rounds(conf, tdm, instance.now)
+        self.tdm_rounds = rounds
+        self.closed = (
+            frozenset(closed_zones(tdm, instance.now, instance.tz))
+            if rounds and tdm is not None
+            else frozenset()
+        )
+        self.tdm_zone: dict[int, str] = {}
         self.groups: list[Group] = []
         self.running: list[RunningPod] = []
         self.resources: set[str] = set()
@@ -283,11 +310,15 @@ class _Builder:
         protected = (
             job.namespace == SYSTEM_NAMESPACE or job.priority_class in CRITICAL_PRIORITY_CLASSES
         )
+        preemptable = pod_preemptable(task.annotations, task.labels)
+        # shuffle's victims: conformance is no VictimTasks plugin, so it protects none of them.
+        zone = node_zone(node.labels)
+        if may_evict and preemptable and zone in self.closed:
+            self.tdm_zone[len(self.running)] = zone  # the index the caller appends it at
         evictable = (
             may_evict
-            and self.evictions_on
-            and not protected
-            and pod_preemptable(task.annotations, task.labels)
+            and preemptable
+            and ((self.evictions_on and not protected) or zone in self.closed)
         )
         return RunningPod(
             pod,
@@ -381,7 +412,28 @@ def compile_instance(
         node_class=node_class,
         evict_groups=evict_groups,
         typical=tuple(typical),
+        tdm_zone=builder.tdm_zone,
+        tdm_evictions=_shuffle_evictions(builder),
     )
+
+
+def _shuffle_evictions(builder: _Builder) -> dict[tuple[str, str], int]:
+    """Per (closed zone, job), how many pods the cycle's ``shuffle`` rounds evict: the model
+    evicts exactly that many of the zone's candidates, any of them (Volcano picks by map
+    order); a job whose budget allows none keeps them all."""
+    candidates: dict[str, dict[str, int]] = {}
+    for i, zone in builder.tdm_zone.items():
+        per_zone = candidates.setdefault(builder.running[i].job.key, {})
+        per_zone[zone] = per_zone.get(zone, 0) + 1
+    out: dict[tuple[str, str], int] = {}
+    for key, per_zone in candidates.items():
+        job = builder.instance.job_by_key[key]
+        running = sum(1 for p in job.pods if p.running)
+        taken = shuffle_victims(
+            job.annotations, len(job.pods), running, per_zone, builder.tdm_rounds
+        )
+        out.update(((zone, key), count) for zone, count in taken.items())
+    return out
 
 
 def _budgets(jobs: Sequence[Job]) -> dict[str, int]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from functools import partial
 
 from models.instance import Instance
+from models.tdm import SHUFFLE_REASON
 
 from ..budget import Budget, TimeUp
 from ..disruption import breaches
@@ -142,10 +143,12 @@ class _Solve:
         self.scales, self.dropped = weighted_scales(self.full, options, self.active)
         self.greedy_values = evaluate(self.full, greedy)
         # Volcano evicts only to pipeline the beneficiaries (nothing binds on the released room
-        # in the same cycle), so greedy's placements stand without its evictions: that plan is
-        # a hint every eviction rule of the model accepts.
+        # in the same cycle), so greedy's placements stand without its preempt and reclaim
+        # evictions: that plan is a hint every eviction rule of the model accepts. shuffle's
+        # evictions stay: Volcano makes them whatever else the cycle does.
         # Nothing is pipelined in a CP-SAT plan either.
-        self.floor = greedy.replace(evictions=(), pipelined=())
+        shuffled = tuple(e for e in greedy.evictions if e.reason == SHUFFLE_REASON)
+        self.floor = greedy.replace(evictions=shuffled, pipelined=())
         self.capped = breaches(instance, greedy, options)
         if self.capped:
             # Greedy follows Volcano, which has no disruption cap: a greedy plan that evicts

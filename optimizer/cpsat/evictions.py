@@ -1,10 +1,19 @@
-"""``eviction-allowed``: which running pods the model may evict, and how many.
+"""``eviction-allowed``: which running pods the model may evict, and how many, and which it
+must.
 
 Evict only what Volcano's rules could: preemptable pods (static, ``data.py``), within
 disruption budgets, leaving a job either gone or at its minAvailable (gang), never below a
 queue's guarantee; by preempt only when the queue has a pending job of higher priority than
 the victim's, by reclaim only from a reclaimable queue above its deserved while another queue
 has pending work, and only down to that deserved.
+
+TDM's ``shuffle`` is different: its victims are not the plan's choice. Volcano evicts what
+``VictimTasks`` names whatever else the cycle does, so per closed zone and job the model evicts
+exactly the count ``data.py`` worked out (``Compiled.tdm_evictions``), free only in which of
+the zone's candidates go, as Volcano's map order is. None of the rules above applies to those
+pods (shuffle asks no gang, conformance, queue or disruption-cap question), and a job that
+shuffle takes pods from loses none to preempt or reclaim: an eviction before the round would
+change the job's budget, so the model does not mix the two.
 
 Like Volcano, which evicts and only pipelines the preemptor, the rules do not require the
 beneficiary to be placed in the same plan: an eviction that places nothing lowers the work
@@ -28,11 +37,14 @@ from .variables import Expr, IntVar, Linear, Variables, lsum, wsum
 def eviction_allowed(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
     if not v.evict:
         return
+    shuffle_evictions(m, v, data)
+    shuffled_jobs = {key for _, key in data.tdm_evictions}
     for unit in data.units:
-        _unit_evictions(m, v, data, unit.index)
+        _unit_evictions(m, v, data, unit.index, shuffled_jobs)
     by_queue: dict[str, list[int]] = {}
     for eg in data.evict_groups:
-        by_queue.setdefault(data.running[eg.pods[0]].job.queue, []).append(eg.index)
+        if not shuffled(data, eg.index):
+            by_queue.setdefault(data.running[eg.pods[0]].job.queue, []).append(eg.index)
     for queue, groups in by_queue.items():
         guarantee = _floors(v, data, queue, data.queue_guarantee.get(queue, {}))
         if guarantee:
@@ -53,19 +65,40 @@ def eviction_allowed(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
 
 def eviction_caps(m: cp_model.CpModel, v: Variables, data: Compiled, options: SolveOptions) -> None:
     """The user's disruption caps: ``--max-evictions`` over all evictions, and each queue's
-    budget over the pods its quota carries (``optimizer.disruption``)."""
-    if not v.evict:
+    budget over the pods its quota carries (``optimizer.disruption``). They bound the
+    evictions the plan chooses; shuffle's happen whatever the plan is, so they do not count."""
+    chosen = [eg for eg in data.evict_groups if not shuffled(data, eg.index)]
+    if not chosen:
         return
     if options.max_evictions is not None:
-        m.add(lsum(list(v.evict.values())) <= options.max_evictions)
+        m.add(lsum([v.evict[eg.index] for eg in chosen]) <= options.max_evictions)
     for queue, budget in sorted(options.queue_eviction_budgets.items()):
         counted = [
             v.evict[eg.index]
-            for eg in data.evict_groups
+            for eg in chosen
             if carried_by(data.instance, queue, data.running[eg.pods[0]].job.queue)
         ]
         if counted:
             m.add(lsum(counted) <= budget)
+
+
+def shuffled(data: Compiled, eg: int) -> bool:
+    """Eviction group ``eg`` holds shuffle's candidates (classes never mix TDM zones, and a
+    closed zone's evictable pods are all candidates)."""
+    return data.evict_groups[eg].pods[0] in data.tdm_zone
+
+
+def shuffle_evictions(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
+    """Per closed zone and job, exactly the pods ``shuffle``'s rounds evict, from the job's
+    candidates on the zone's nodes."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for eg in data.evict_groups:
+        first = eg.pods[0]
+        if first in data.tdm_zone:
+            key = (data.tdm_zone[first], data.running[first].job.key)
+            groups.setdefault(key, []).append(eg.index)
+    for key, count in sorted(data.tdm_evictions.items()):
+        m.add(lsum([v.evict[eg] for eg in groups.get(key, [])]) == count)
 
 
 def can_preempt(data: Compiled, i: int) -> bool:
@@ -188,12 +221,24 @@ def _near_ancestors(data: Compiled, queue: str, level: int) -> list[str]:
     return [name for name in ancestors[max(len(ancestors) - level, 0) :] if name != ROOT]
 
 
-def _unit_evictions(m: cp_model.CpModel, v: Variables, data: Compiled, unit: int) -> None:
+def _unit_evictions(
+    m: cp_model.CpModel, v: Variables, data: Compiled, unit: int, shuffled_jobs: set[str]
+) -> None:
+    """The budget and gang rules of the evictions the plan chooses from one unit's pods
+    (none from a job that shuffle takes pods from)."""
     running = data.units[unit].running
-    groups = sorted({data.evict_group_of[i] for i in running if i in data.evict_group_of})
+    groups = sorted(
+        eg
+        for eg in {data.evict_group_of[i] for i in running if i in data.evict_group_of}
+        if not shuffled(data, eg)
+    )
     if not groups:
         return
     job = data.units[unit].job
+    if job.key in shuffled_jobs:
+        for eg in groups:
+            m.add(v.evict[eg] == 0)
+        return
     evicted = [v.evict[eg] for eg in groups]
     if job.key in data.eviction_budget:
         m.add(lsum(evicted) <= data.eviction_budget[job.key])

@@ -4,6 +4,7 @@ that would make them, and a decision with its reason for every job."""
 from __future__ import annotations
 
 from models.instance import Instance
+from models.tdm import SHUFFLE_REASON
 
 from ..plan import ADMITTED, PENDING, RUNNING, Eviction, JobDecision, Plan
 from .data import Compiled
@@ -21,10 +22,13 @@ NOT_PACKED = "not admitted: its pods did not pack into the nodes the model gave 
 
 
 def eviction_reason(v: Variables, values: Values, i: int) -> str:
-    """Preempt when a higher-priority job of the victim's queue gets in, else reclaim when
-    the queue can be reclaimed from, else preempt (Volcano's preempt also evicts before the
-    preemptor can bind)."""
+    """TDM's for shuffle's candidates (the only action that may take them); else preempt when
+    a higher-priority job of the victim's queue gets in, else reclaim when the queue can be
+    reclaimed from, else preempt (Volcano's preempt also evicts before the preemptor can
+    bind)."""
     data = v.data
+    if i in data.tdm_zone:
+        return SHUFFLE_REASON
     victim = data.running[i].job
     preemptor_in = any(
         values[v.admit[u.index].index]

@@ -3,8 +3,8 @@
 Every core variable is set from the plan (counts per group and class, device uses per device
 class, NUMA nodes, admissions, evictions) and every auxiliary from its derivation, so the hint
 is complete (cpsat-practice B.6). A plan that uses something the model rules out (a node the
-TDM look-ahead forbids, say) is not *within* the model: it is still a hint, but never the
-fallback result.
+TDM look-ahead forbids, say), or that keeps a pod shuffle evicts, is not *within* the model: it
+is still a hint, but never the fallback result.
 """
 
 from __future__ import annotations
@@ -26,13 +26,22 @@ def group_of_pods(data: Compiled) -> dict[str, Group]:
 
 
 def within_model(data: Compiled, plan: Plan) -> bool:
-    """Whether every placement of ``plan`` is a choice the model of ``data`` offers."""
+    """Whether every placement of ``plan`` is a choice the model of ``data`` offers, and the
+    plan makes the evictions the model must (shuffle's count per closed zone and job)."""
     group_of = group_of_pods(data)
     for p in plan.placements:
         g = group_of.get(p.pod)
         if g is None or data.node_class[data.node_index(p.node)] not in g.classes:
             return False
-    return True
+    if not data.tdm_evictions:
+        return True
+    evicted = {e.pod for e in plan.evictions}
+    made = dict.fromkeys(data.tdm_evictions, 0)
+    for i, zone in data.tdm_zone.items():
+        running = data.running[i]
+        if running.pod.key in evicted:
+            made[zone, running.job.key] += 1
+    return made == data.tdm_evictions
 
 
 def core_values(v: Variables, plan: Plan) -> dict[int, int]:

@@ -340,10 +340,15 @@ class Session(SessionPlugins):
         return Operation(kind, task, node.name, gpus=gpus, before=before, after=node.version)
 
     def evict(self, task: TaskInfo, reason: str) -> Operation:
-        """Mark a running task Releasing: it keeps its node resources until it is gone."""
+        """Mark a running task Releasing: it keeps its node resources until it is gone, but
+        its device shares are free at once. Volcano's ``NodeInfo.UpdateTask`` removes the
+        Running task, which subtracts its shares from the node's devices (``subResource``),
+        and adds it back as Releasing, which books none; so a GPU preemptor passes the
+        device fit once its victims are evicted (``preemptorFitsOnNode``)."""
         node = self.nodes[task.node]
         before = node.version
         node.remove_task(task)
+        self._release_gpus(task, node)
         self._update_status(task, Status.RELEASING)
         node.add_task(task)
         task.evict_reason = reason
@@ -376,6 +381,7 @@ class Session(SessionPlugins):
             node.remove_task(task)
             self._update_status(task, Status.RUNNING)
             node.add_task(task)
+            self._book_gpus(task, node)
             task.evict_reason = ""
             self._fire(True, task)
 

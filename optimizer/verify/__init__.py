@@ -9,7 +9,7 @@ The plan is judged, not the cluster it starts from. Running pods are facts: capa
 judged where the plan adds something (a node or queue that gets new pods, a GPU that gets a new
 assignment, a job that gets new pods), so an over-commitment that was there before and that the
 plan does not touch is not reported; the filters (selectors, taints, GPU masks, TDM) apply to
-new placements only.
+new placements, and ``tdm-window`` also to what ``shuffle`` must evict at a window's close.
 
 A plan naming a pod, node or GPU the instance lacks is bad input, not a violation:
 :func:`verify` raises :class:`~models.errors.InputError` for it, like ``read_plan`` does.

@@ -1,19 +1,14 @@
 """Running pods and evictions: the plan is consistent with what runs, and every eviction is one
-Volcano could make (preemptable victims, conformance, an evicting action or TDM, disruption
-budgets, reclaimable queues, guarantees)."""
+Volcano could make (preemptable victims, conformance, an evicting action or TDM's shuffle,
+disruption budgets, reclaimable queues, guarantees)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from models.resources import Resources, format_amount
-from models.scheduler_conf import SchedulerConf
-from models.tdm import (
-    has_disruption_budget,
-    job_eviction_budget,
-    node_zone,
-    pod_preemptable,
-)
+from models.scheduler_conf import EVICTING_ACTIONS, SchedulerConf
+from models.tdm import has_disruption_budget, job_eviction_budget, node_zone, pod_preemptable
 from models.vocabulary import (
     CRITICAL_PRIORITY_CLASSES,
     PREEMPTABLE,
@@ -22,9 +17,9 @@ from models.vocabulary import (
 
 from ..plan import Eviction
 from .context import Context, Violation
+from .tdm import SHUFFLE_REASON, shuffle_evictions, tdm_evicted, tdm_problem
 
-TDM_REASON = "tdm"
-NO_GUARANTEE_REASONS = frozenset({"preempt", TDM_REASON})
+NO_GUARANTEE_REASONS = frozenset({"preempt", SHUFFLE_REASON})
 """Eviction reasons whose Volcano path never consults the victim queue's guarantee: preempt
 takes victims inside the preemptor's own queue (§8.1), TDM's VictimTasks ignores capacity (§6)."""
 
@@ -79,9 +74,10 @@ def check_running_kept(ctx: Context) -> Iterator[Violation]:
 
 def check_eviction_allowed(ctx: Context) -> Iterator[Violation]:
     """Each eviction is one Volcano could make, as far as the victim alone decides (§6, §8):
-    the pod is preemptable and not protected by conformance, an evicting action is configured
-    (or TDM evicts it from a closed zone), the job's disruption budget holds, the queue is
-    reclaimable for a reclaim, and with capacity the queue keeps its guarantee."""
+    the pod is preemptable; a TDM eviction (reason ``tdm``) is one shuffle makes, from a closed
+    zone, within the budget shuffle applies per zone and job; any other needs preempt or
+    reclaim configured, a victim conformance does not protect, the job's disruption budget,
+    a reclaimable queue for a reclaim, and with capacity the queue's guarantee."""
     for e in ctx.valid_evictions:
         yield from _victim_problems(ctx, e)
     yield from _budget_problems(ctx)
@@ -98,42 +94,58 @@ def _victim_problems(ctx: Context, e: Eviction) -> Iterator[Violation]:
 
     if not pod_preemptable(task.annotations, task.labels):
         yield bad(f"it is not preemptable ({PREEMPTABLE})")
+    if e.reason == SHUFFLE_REASON:
+        # shuffle asks VictimTasks alone: conformance, a Preemptable and Reclaimable plugin,
+        # has no say.
+        problem = tdm_problem(ctx, e.node)
+        if problem is not None:
+            yield bad(f"not a TDM eviction: {problem}")
+        return
     if instance.scheduler.has("conformance"):
         if member.pod.namespace == SYSTEM_NAMESPACE:
             yield bad(f"conformance protects pods of namespace {SYSTEM_NAMESPACE}")
         if job.priority_class in CRITICAL_PRIORITY_CLASSES:
             yield bad(f"conformance protects priority class {job.priority_class}")
-    if not instance.scheduler.evicts and not _tdm_may_evict(ctx, e):
+    if not any(action in EVICTING_ACTIONS for action in instance.scheduler.actions):
+        tdm = " (TDM's shuffle evicts from closed zones only, with reason tdm)"
         yield bad(
-            "no preempt or reclaim action is configured, and it is not a TDM eviction from a "
-            "closed revocable zone"
+            "no preempt or reclaim action is configured"
+            + (tdm if instance.scheduler.evicts else "")
         )
     if e.reason == "reclaim" and not ctx.instance.queue_tree.queue(job.queue).reclaimable:
         yield bad(f"reclaimed from queue {job.queue}, which is not reclaimable")
 
 
-def _tdm_may_evict(ctx: Context, e: Eviction) -> bool:
-    """TDM evicts without preempt/reclaim, from revocable zones whose window is closed."""
-    tdm = ctx.instance.tdm
-    zone = node_zone(ctx.node(e.node).labels)
-    return (
-        e.reason == TDM_REASON
-        and tdm is not None
-        and bool(zone)
-        and not tdm.zone_active(zone, ctx.instance.now, ctx.instance.tz)
-    )
-
-
 def _budget_problems(ctx: Context) -> Iterator[Violation]:
-    """Per job, evictions ≤ Volcano's ``getMaxPodEvictNum`` when TDM evicts or the PodGroup
-    carries a disruption budget."""
+    """TDM's evictions per closed zone and job ≤ what shuffle's rounds take there (each round
+    cuts each zone's candidates to ``getMaxPodEvictNum`` on its own, so a job spread over two
+    closed zones may lose its budget in each); the other evictions of a job whose PodGroup
+    carries a disruption budget ≤ ``getMaxPodEvictNum`` on the snapshot."""
+    shuffle_takes = shuffle_evictions(ctx)
+    for (zone, key), made in sorted(tdm_evicted(ctx).items()):
+        # Without a round here every TDM eviction is already a victim problem.
+        if (zone, key) in shuffle_takes and made > shuffle_takes[zone, key]:
+            pods = sorted(
+                e.pod
+                for e in ctx.valid_evictions
+                if e.reason == SHUFFLE_REASON
+                and ctx.members[e.pod].job.key == key
+                and node_zone(ctx.node(e.node).labels) == zone
+            )
+            yield Violation(
+                "eviction-allowed",
+                (key, zone, *pods),
+                f"job {key}: {made} pods evicted by TDM from revocable zone {zone} > "
+                f"{shuffle_takes[zone, key]}, what shuffle takes there "
+                "(the disruption budget, once per zone and round)",
+            )
     by_job: dict[str, list[Eviction]] = {}
     for e in ctx.valid_evictions:
-        by_job.setdefault(ctx.members[e.pod].job.key, []).append(e)
+        if e.reason != SHUFFLE_REASON:
+            by_job.setdefault(ctx.members[e.pod].job.key, []).append(e)
     for key, evictions in by_job.items():
         job = ctx.instance.job_by_key[key]
-        by_tdm = any(e.reason == TDM_REASON for e in evictions)
-        if not (has_disruption_budget(job.annotations) or by_tdm):
+        if not has_disruption_budget(job.annotations):
             continue
         running = sum(1 for p in job.pods if p.running)
         allowed = job_eviction_budget(job.annotations, job.replicas, running, 0)

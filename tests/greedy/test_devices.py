@@ -544,3 +544,67 @@ def test_mutex_pods_take_one_device_each() -> None:
     assert devices(MUTEX, 2) == ["GPU-0", "GPU-1"]
     assert devices("{}", 2) == ["GPU-1", "GPU-1"]
     assert devices(MUTEX, 3) == []
+
+
+# -- evictions free devices -------------------------------------------------------------------
+
+PREEMPT_FOR_A_CARD = f"""{HEADER}
+scheduler:
+  actions: "enqueue, allocate, preempt"
+  tiers:
+  - plugins: [{{name: priority}}, {{name: gang, enablePreemptable: false}}, {{name: conformance}}]
+  - plugins:
+    - {{name: predicates}}
+    - {{name: deviceshare, arguments: {{deviceshare.VGPUEnable: true}}}}
+nodes:
+- name: n1
+  allocatable: {{cpu: "64", memory: 256Gi}}
+  gpus:
+  - {card(0)}
+queues: [{{name: q1}}]
+jobs:
+- name: low
+  queue: q1
+  priority: 1
+  tasks: [{{name: w, replicas: 1, resources: {{cpu: "1", nvidia.com/gpu: 1}}}}]
+  running: [{{index: 0, node: n1, gpus: [{{id: GPU-0, memory: 81920, cores: 100}}]}}]
+- name: high
+  queue: q1
+  priority: 10
+  tasks: [{{name: w, replicas: 1, resources: {{cpu: "1", nvidia.com/gpu: 1}}}}]
+"""
+
+
+def test_an_evicted_pod_frees_its_device_for_the_preemptor() -> None:
+    """One card (81920 MiB) on n1, held whole by ``low``'s running pod; ``high`` (priority 10
+    > 1, same queue) asks for a whole card too (a bare ``nvidia.com/gpu: 1``: all its memory
+    and 100 cores, hami-gpu.md pitfall 4). The node reports 10 vGPU slots and CPU is ample, so
+    only the device blocks it: allocate places nothing, and high starves. Preempt takes low
+    (priority's victim; conformance keeps nothing in namespace default). Volcano's eviction
+    turns low Releasing through ``NodeInfo.UpdateTask``, whose ``RemoveTask`` subtracts its
+    share from the card and whose ``AddTask`` of a Releasing task books none: the card is
+    free, ``preemptorFitsOnNode``'s PredicateFn (the device fit) passes, and high is
+    pipelined on n1. Were the share kept, the fit would fail after the eviction and the
+    statement would be discarded: no eviction at all."""
+    instance = loads(PREEMPT_FOR_A_CARD)
+    plan = solve(instance, seed=0)
+    assert [(e.pod, e.node, e.reason) for e in plan.evictions] == [
+        ("default/low-w-0", "n1", "preempt")
+    ]
+    assert [(q.pod, q.node) for q in plan.pipelined] == [("default/high-w-0", "n1")]
+
+
+def test_an_undone_eviction_books_the_device_again() -> None:
+    """A discarded eviction (``Statement.Discard`` → ``unevict``) puts the task back Running,
+    and ``AddTask`` of a Running task books its share again: after evict and undo, the card
+    holds low's 81920 MiB as before, and a whole-card request no longer fits."""
+    ssn = Session(loads(PREEMPT_FOR_A_CARD), seed=0)
+    low, high = task_of(ssn, "default/low"), task_of(ssn, "default/high")
+    card_state = node(ssn).gpus[0]
+    assert (card_state.used_num, card_state.used_mem) == (1, 81920)
+    op = ssn.evict(low, "preempt")
+    assert (card_state.used_num, card_state.used_mem) == (0, 0)
+    assert ids(fit(high, node(ssn), "")) == ["GPU-0"]
+    ssn.undo(op)
+    assert (card_state.used_num, card_state.used_mem) == (1, 81920)
+    assert isinstance(fit(high, node(ssn), ""), FitFailure)

@@ -54,7 +54,7 @@ def cluster(jobs: list[dict[str, Any]], now: str = CLOSED, **arguments: str) -> 
         "kind": "Instance",
         "now": now,
         "scheduler": {
-            "actions": "enqueue, allocate",
+            "actions": "enqueue, allocate, shuffle",
             "tiers": [
                 {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
                 {

@@ -18,6 +18,8 @@ from verify_kit import (
 from optimizer.plan import Pipelined, Plan
 from optimizer.verify import verify
 
+Edit = Callable[[Doc], None]
+
 # -- running-kept -------------------------------------------------------------------------------
 
 
@@ -97,6 +99,10 @@ def _no_evicting_action(doc: Doc) -> None:
     doc["scheduler"]["actions"] = "enqueue, allocate, backfill"
 
 
+def _only_shuffle(doc: Doc) -> None:
+    doc["scheduler"]["actions"] = "enqueue, allocate, backfill, shuffle"
+
+
 def _not_reclaimable(doc: Doc) -> None:
     find(doc, "queues", "team-a")["reclaimable"] = False
 
@@ -122,8 +128,13 @@ def _not_reclaimable(doc: Doc) -> None:
         (
             _no_evicting_action,
             "default",
-            "pod default/batch-w-0: no preempt or reclaim action is configured, and it is not a "
-            "TDM eviction from a closed revocable zone",
+            "pod default/batch-w-0: no preempt or reclaim action is configured",
+        ),
+        (
+            _only_shuffle,
+            "default",
+            "pod default/batch-w-0: no preempt or reclaim action is configured (TDM's shuffle "
+            "evicts from closed zones only, with reason tdm)",
         ),
         (
             _not_reclaimable,
@@ -151,24 +162,6 @@ def test_eviction_conformance_needs_the_plugin() -> None:
     assert verify(build(edit), plan) == []
 
 
-def _batch_on_z1(doc: Doc) -> None:
-    _no_evicting_action(doc)
-    find(doc, "jobs", "batch")["running"] = [{"index": i, "node": "z1"} for i in range(3)]
-
-
-def test_tdm_eviction_needs_no_action_when_the_zone_is_closed() -> None:
-    """batch runs on z1; without preempt/reclaim only TDM may evict, and only once rz1's window
-    (08:00-21:00) is closed: at 22:00 yes, at 14:00 no."""
-
-    def late(doc: Doc) -> None:
-        _batch_on_z1(doc)
-        after_window(doc)
-
-    plan = Plan(evictions=(evict("batch-w-0", "z1", "tdm"),))
-    assert verify(build(late), plan) == []
-    assert [v.rule for v in verify(build(_batch_on_z1), plan)] == ["eviction-allowed"]
-
-
 def test_eviction_budget_annotation() -> None:
     """jdb-max-unavailable 1 with 3 of 3 pods running: 1 may go; evicting 2 breaks it."""
     instance = build(_batch(annotations={"volcano.sh/jdb-max-unavailable": "1"}))
@@ -186,13 +179,151 @@ def test_eviction_budget_min_available() -> None:
     assert [v.rule for v in verify(instance, Plan(evictions=evictions))] == ["eviction-allowed"]
 
 
-def test_eviction_budget_applies_to_tdm_evictions_by_default() -> None:
-    """Without a budget annotation reclaim may take two batch pods, but TDM evicts at most the
-    default 1 per job."""
-    reclaim = tuple(evict(f"batch-w-{i}", "n2") for i in range(2))
-    tdm = tuple(evict(f"batch-w-{i}", "n2", "tdm") for i in range(2))
-    assert verify(build(), Plan(evictions=reclaim)) == []
-    assert [v.rule for v in verify(build(), Plan(evictions=tdm))] == ["eviction-allowed"]
+# -- TDM's evictions (shuffle) ------------------------------------------------------------------
+
+
+def _shuffle_on(*nodes: str, actions: str = "enqueue, allocate, backfill, shuffle") -> Edit:
+    """batch's three pods on ``nodes`` (one each, in order), z2 a node of a second zone rz2
+    (same window as rz1), the given actions, and 22:00, when both zones are closed."""
+
+    def edit(doc: Doc) -> None:
+        doc["scheduler"]["actions"] = actions
+        doc["nodes"].append(
+            {
+                "name": "z2",
+                "labels": {"rack": "r2", "volcano.sh/revocable-zone": "rz2"},
+                "allocatable": {"cpu": "8", "memory": "32Gi"},
+            }
+        )
+        _tdm(doc)["arguments"]["tdm.revocable-zone.rz2"] = "08:00-21:00"
+        find(doc, "jobs", "batch")["running"] = [
+            {"index": i, "node": node} for i, node in enumerate(nodes)
+        ]
+        after_window(doc)
+
+    return edit
+
+
+def _tdm(doc: Doc) -> Doc:
+    return find({"plugins": doc["scheduler"]["tiers"][1]["plugins"]}, "plugins", "tdm")
+
+
+def _also(*edits: Edit) -> Edit:
+    def edit(doc: Doc) -> None:
+        for one in edits:
+            one(doc)
+
+    return edit
+
+
+def _at_14(doc: Doc) -> None:
+    doc["now"] = "2026-11-30T14:00:00Z"
+
+
+def _victim_switch_off(doc: Doc) -> None:
+    _tdm(doc)["enableVictim"] = False
+
+
+def _evicted_at_21_59_30(doc: Doc) -> None:
+    _tdm(doc)["arguments"]["vcopt.lastEvictAt"] = "2026-11-30T21:59:30Z"
+
+
+ON_Z1 = ("z1", "z1", "z1")
+
+
+def test_tdm_eviction_from_a_closed_zone_needs_no_preempt_or_reclaim() -> None:
+    """batch runs its 3 pods on z1; actions enqueue, allocate, backfill, shuffle. At 22:00 rz1
+    (08:00-21:00) is closed: shuffle's round takes the default budget, 1 pod, so one TDM
+    eviction is exactly what Volcano does."""
+    plan = Plan(evictions=(evict("batch-w-0", "z1", "tdm"),))
+    assert verify(build(_shuffle_on(*ON_Z1)), plan) == []
+
+
+@pytest.mark.parametrize(
+    ("edit", "why"),
+    [
+        (_at_14, "revocable zone rz1 (08:00-21:00) is open at 2026-11-30T14:00:00+00:00"),
+        (_no_evicting_action, "TDM evicts only from the shuffle action, which is not configured"),
+        (_victim_switch_off, "the tdm plugin's Victim hook is off (enableVictim: false)"),
+        (
+            _evicted_at_21_59_30,
+            "the last TDM round (vcopt.lastEvictAt 2026-11-30T21:59:30+00:00) is less than "
+            "tdm.evict.period (60s) before 2026-11-30T22:00:00+00:00",
+        ),
+    ],
+)
+def test_tdm_eviction_needs_a_shuffle_round_and_a_closed_zone(edit: Edit, why: str) -> None:
+    """The same eviction when the zone is open (14:00), without shuffle in the actions, with
+    the tdm plugin's ``enableVictim: false``, or when the last round (21:59:30) is less than
+    the default period (1m) before now: shuffle makes no round there or takes nothing from
+    rz1, so the eviction is not one Volcano makes — and none is missing either."""
+    plan = Plan(evictions=(evict("batch-w-0", "z1", "tdm"),))
+    found = verify(build(_also(_shuffle_on(*ON_Z1), edit)), plan)
+    assert [(v.rule, v.message) for v in found] == [
+        ("eviction-allowed", f"pod default/batch-w-0: not a TDM eviction: {why}")
+    ]
+
+
+def test_tdm_eviction_from_a_node_in_no_zone() -> None:
+    """TDM takes pods from revocable nodes only: batch-w-0 runs on n2, in no zone."""
+    plan = Plan(evictions=(evict("batch-w-0", "n2", "tdm"),))
+    found = verify(build(_shuffle_on("n2", "n2", "n2")), plan)
+    assert [v.message for v in found] == [
+        "pod default/batch-w-0: not a TDM eviction: node n2 is in no revocable zone"
+    ]
+
+
+def test_tdm_budget_is_per_zone() -> None:
+    """batch runs on z1, z1 and z2, no budget (default 1). Volcano cuts the candidates per
+    zone and job, so the round takes 1 from rz1 and 1 from rz2: two TDM evictions of one job
+    are allowed when they come from the two zones. Two from z1 are one too many there, and
+    rz2's one is then missing (tdm-window)."""
+    instance = build(_shuffle_on("z1", "z1", "z2"))
+    apart = (evict("batch-w-0", "z1", "tdm"), evict("batch-w-2", "z2", "tdm"))
+    assert verify(instance, Plan(evictions=apart)) == []
+    both_z1 = (evict("batch-w-0", "z1", "tdm"), evict("batch-w-1", "z1", "tdm"))
+    found = verify(instance, Plan(evictions=both_z1))
+    assert [(v.rule, v.message) for v in found] == [
+        (
+            "tdm-window",
+            "job default/batch: shuffle evicts 1 of its pods from revocable zone rz2 "
+            "(08:00-21:00, closed at 2026-11-30T22:00:00+00:00); the plan evicts 0 with reason "
+            "tdm",
+        ),
+        (
+            "eviction-allowed",
+            "job default/batch: 2 pods evicted by TDM from revocable zone rz1 > 1, what shuffle "
+            "takes there (the disruption budget, once per zone and round)",
+        ),
+    ]
+
+
+def test_conformance_does_not_protect_tdm_victims() -> None:
+    """shuffle asks VictimTasks alone; conformance answers only Preemptable and Reclaimable,
+    so a kube-system pod on the closed zone is TDM's like any other."""
+    instance = build(_also(_shuffle_on(*ON_Z1), _batch(namespace="kube-system")))
+    plan = Plan(evictions=(evict("batch-w-0", "z1", "tdm", namespace="kube-system"),))
+    assert verify(instance, plan) == []
+
+
+@pytest.mark.parametrize(
+    ("actions", "tdm_evictions"),
+    [("enqueue, allocate, preempt, shuffle", 0), ("enqueue, allocate, shuffle, preempt", 1)],
+)
+def test_preempt_before_shuffle_changes_the_round(actions: str, tdm_evictions: int) -> None:
+    """batch (jdb-max-unavailable "1") runs on z1, z1 and n2; the plan preempts batch-w-2 on
+    n2 (1 ≤ budget 1). With preempt first, the round sees 2 Running of 3: unavailable 1 ≥ 1 →
+    0, so the plan must not evict from rz1 too. With shuffle first, the round sees 3 Running:
+    1 − 0 = 1 from rz1, which the plan must then make."""
+    budget = _batch(annotations={"volcano.sh/jdb-max-unavailable": "1"})
+    instance = build(_also(_shuffle_on("z1", "z1", "n2", actions=actions), budget))
+    preempted = evict("batch-w-2", "n2", "preempt")
+    shuffled = evict("batch-w-0", "z1", "tdm")
+    right = (preempted, shuffled)[: 1 + tdm_evictions]
+    wrong = (preempted, shuffled)[: 2 - tdm_evictions]
+    assert verify(instance, Plan(evictions=right)) == []
+    rules = [v.rule for v in verify(instance, Plan(evictions=wrong))]
+    assert rules == (["tdm-window"] if tdm_evictions else ["eviction-allowed"])
 
 
 def _capacity_reclaims(doc: Doc) -> None:

@@ -12,14 +12,14 @@ for evictions from closed zones.
 
 from __future__ import annotations
 
-from ..session import Session
+from models.tdm import SHUFFLE_REASON
 
-REASON = "tdm"
+from ..session import Session
 
 
 def execute(ssn: Session) -> None:
     """One ``VictimTasks`` round, every victim evicted and committed at once."""
     stmt = ssn.statement()
     for victim in ssn.victim_tasks():
-        stmt.evict(victim, REASON)
+        stmt.evict(victim, SHUFFLE_REASON)
     stmt.commit()
