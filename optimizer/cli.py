@@ -343,7 +343,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from .sweepspec import load_sweep
     from .whatif import sweep
 
-    spec = load_sweep(args.spec)
+    spec = load_sweep(args.spec, _load(args) if args.files else None)
     frame = sweep(
         spec.instance,
         spec.variants,
@@ -501,6 +501,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("sweep", help="solve the variants of a what-if file with both engines")
     p.add_argument("spec", help="what-if file: a base instance and its variants")
+    p.add_argument(
+        "files",
+        nargs="*",
+        metavar="FILE",
+        help="the base instance, when the what-if file names none: "
+        "vcopt YAML or a kubectl dump in several files, - for standard input",
+    )
+    p.add_argument(
+        "--scheduler-conf",
+        metavar="FILE",
+        help="with FILEs: a volcano-scheduler.conf, or its ConfigMap, replacing the input's",
+    )
+    p.add_argument("--now", metavar="TIME", help="with FILEs: the snapshot's time, RFC 3339")
     p.add_argument("--scheduler", help="address of an existing Dask scheduler")
     p.add_argument("-o", "--output", help="CSV, or Parquet when the name ends in .parquet")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")

@@ -87,7 +87,9 @@ class VariantIn(_Strict):
 
 
 class SweepIn(_Strict):
-    instance: StrictStr = Field(min_length=1)
+    instance: StrictStr | None = Field(default=None, min_length=1)
+    """The base instance's file, beside the sweep file; omitted when the command line gives
+    the base (``vcopt sweep SPEC FILE...``)."""
     engines: list[Engine] = Field(default_factory=lambda: ["greedy", "cpsat"], min_length=1)
     timeLimit: Any = 10.0
     workers: StrictInt = Field(default=1, ge=1, le=MAX_WORKERS)
@@ -241,8 +243,10 @@ def _inner(problem: Problem) -> str:
     return ": ".join([*parts, problem.message])
 
 
-def load_sweep(file: str) -> Sweep:
-    """Read and check a sweep file, building every variant (nothing is solved yet)."""
+def load_sweep(file: str, base: Instance | None = None) -> Sweep:
+    """Read and check a sweep file, building every variant (nothing is solved yet). ``base``
+    is the base instance when the command line gives it (several files, a dump, ``-``); the
+    file must then name none."""
     docs = load_documents(read_text(file), file)
     if len(docs) != 1:
         raise InputError(
@@ -252,7 +256,29 @@ def load_sweep(file: str) -> Sweep:
     problems = _duplicates(spec.variants, file)
     if problems:
         raise InputError(problems)
-    base = load(Path(file).parent / spec.instance)
+    if base is not None and spec.instance is not None:
+        raise InputError(
+            [
+                Problem(
+                    "the base instance is given on the command line too; name it in one place",
+                    field="instance",
+                    file=file,
+                )
+            ]
+        )
+    if base is None:
+        if spec.instance is None:
+            raise InputError(
+                [
+                    Problem(
+                        "required: the base instance's file (or give it on the command line: "
+                        "vcopt sweep SPEC FILE...)",
+                        field="instance",
+                        file=file,
+                    )
+                ]
+            )
+        base = load(Path(file).parent / spec.instance)
     variants = [(v.name, _build(base, v, file)) for v in spec.variants]
     return Sweep(
         base,

@@ -89,3 +89,26 @@ def test_sweep_api_refuses_engines_as_a_string_before_dask_starts(monkeypatch) -
     base = load(DATA / "base.yaml")
     with pytest.raises(ValueError, match="engines must be a list"):
         whatif.sweep(base, {"a": base}, "greedy")
+
+
+def test_the_base_can_come_from_the_command_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A sweep file without ``instance`` sweeps over the dump given after it (several files,
+    options anywhere); naming the base in both places is refused before Dask starts."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "engines: [greedy]\nvariants: [{name: baseline}, {name: late, at: '2026-11-30T23:00:00Z'}]\n"
+    )
+    out = tmp_path / "sweep.csv"
+    dump = DATA / "kube" / "cluster-dump.yaml"
+    assert (
+        main(["sweep", str(spec), str(dump), "-q", "--now", "2026-11-30T14:00:00Z", "-o", str(out)])
+        == 0
+    )
+    rows = out.read_text().splitlines()
+    assert len(rows) == 3  # header, then one row per variant with the one engine
+    both = tmp_path / "both.yaml"
+    both.write_text("instance: demo.yaml\nvariants: [{name: a}]\n")
+    assert main(["sweep", str(both), str(dump), "-q"]) == 2
+    assert "given on the command line too" in capsys.readouterr().err
