@@ -28,9 +28,11 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
+from models.cluster import Node
 from models.errors import InputError, Problem
+from models.gpu import PLAIN_GPU_SHARE
 from models.instance import Instance
-from models.resources import readable_amount
+from models.resources import NVIDIA_GPU, readable_amount
 from models.workload import Job
 
 from .. import whatif
@@ -376,6 +378,11 @@ def _ahead(kept: Sequence[Job]) -> str:
     return f"behind {names}{more}, which Volcano tries first"
 
 
+def _cards(node: Node) -> int:
+    """The GPUs a node offers: its devices, or the count the plain device plugin registers."""
+    return node.allocatable.get(NVIDIA_GPU) // 1000 if node.plain_gpus else len(node.gpus)
+
+
 def _why(em: ExplainModel, growing: set[tuple[str, str]]) -> str:
     """Why more nodes do not let ``em``'s jobs in: the rules that keep them out whatever is
     added, or, when none does, the size of their pods against the nodes that can be added."""
@@ -390,7 +397,10 @@ def _why(em: ExplainModel, growing: set[tuple[str, str]]) -> str:
         for task in target.job.tasks:
             if not target.pending.get(task.name):
                 continue
-            cards = max((len(n.gpus) for n in nodes.values()), default=0)
+            all_plain = bool(nodes) and all(n.plain_gpus for n in nodes.values())
+            if all_plain and not all(r.whole for r in task.gpu):
+                return f"each pod of task {task.name} asks for a share of a GPU: {PLAIN_GPU_SHARE}"
+            cards = max((_cards(n) for n in nodes.values()), default=0)
             asked = max((r.nums for r in task.gpu), default=0)
             if asked > cards:
                 return (

@@ -27,7 +27,7 @@ from models.admission import EnqueueLimit, enqueue_limits, enqueue_minimum, judg
 from models.cluster import Node
 from models.gpu import GpuRequest, exclusive_on
 from models.instance import Instance
-from models.resources import PODS
+from models.resources import NVIDIA_GPU, PODS
 from models.tdm import node_zone, pod_revocable_zone
 from models.vocabulary import UNSCHEDULABLE_TAINT
 from models.workload import Job, Task
@@ -193,9 +193,12 @@ class ExplainModel(Solvable):
             return want if want in nodes else (same[0] if same else None)
         tasks = [task for t in self.targets for task in t.job.tasks if t.pending.get(task.name)]
 
-        def worth(node: Node) -> tuple[int, int, int]:
+        def worth(node: Node) -> tuple[int, int, int, int]:
             fits = sum(1 for task in tasks if not self._static(task, node))
-            return (fits, len(node.gpus), node.allocatable.get("cpu"))
+            gpus = node.allocatable.get(NVIDIA_GPU) // 1000 if node.plain_gpus else len(node.gpus)
+            # Cards enough for the largest pod first: a 2-card node is no shape for 8-GPU pods.
+            holds = sum(1 for task in tasks if max((r.nums for r in task.gpu), default=0) <= gpus)
+            return (fits, holds, gpus, node.allocatable.get("cpu"))
 
         return max(nodes, key=worth) if nodes else None
 
@@ -290,7 +293,14 @@ class ExplainModel(Solvable):
             if not pending:
                 continue
             for p, place in enumerate(self.places):
-                if task.gpu and not any(d.usable for d in place.devices):
+                # A node of the plain device plugin counts whole GPUs as a scalar (node room);
+                # a share never fits there.
+                plain = place.node.plain_gpus
+                if task.gpu and (
+                    not all(r.whole for r in task.gpu)
+                    if plain
+                    else not any(d.usable for d in place.devices)
+                ):
                     continue
                 x = self.model.new_int_var(0, pending, f"x[{job.key}/{task.name}@{place.name}]")
                 target.x[task.name, p] = x
@@ -300,7 +310,8 @@ class ExplainModel(Solvable):
                     self.model.add(x == 0).only_enforce_if(rule.keep)
                 if place.opened is not None:
                     self.model.add(x <= pending * place.opened)
-                self._containers(target, task, p, x, pending)
+                if not plain:
+                    self._containers(target, task, p, x, pending)
 
     def _containers(
         self, target: Target, task: Task, p: int, x: cp_model.IntVar, pending: int
