@@ -19,7 +19,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .errors import Diagnostics
+from .errors import Diagnostics, shown_value
+from .golang import parse_int64
+from .names import qualified_name_problem
 from .selectors import IN, NOT_IN, LabelRequirement, LabelSelector, validate_label_selector
 from .vocabulary import HOSTNAME_LABEL
 
@@ -34,8 +36,6 @@ NODE_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", GT, LT)
 NAME_FIELD = "metadata.name"
 MIN_WEIGHT, MAX_WEIGHT = 1, 100
 
-_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
@@ -168,9 +168,8 @@ class NodeRequirement:
         if self.operator in (GT, LT):
             if value is None or len(self.values) != 1:
                 return False
-            try:
-                have, bound = int(value), int(self.values[0])
-            except ValueError:
+            have, bound = parse_int64(value), parse_int64(self.values[0])
+            if have is None or bound is None:
                 return False
             return have > bound if self.operator == GT else have < bound
         labels = {} if value is None else {self.key: value}
@@ -204,28 +203,12 @@ def preferred_node_score(
 # -- validation (the API server's) -----------------------------------------------------------
 
 
-def label_key_problem(key: str) -> str | None:
-    """Why ``key`` is no qualified name (``[prefix/]name``), or None."""
-    prefix, _, name = key.rpartition("/")
-    if "/" in key and not prefix:
-        return "prefix part must be non-empty"
-    if not name or len(name) > 63 or not _NAME_PART.match(name):
-        return (
-            "name part must be at most 63 characters of alphanumerics, '-', '_' or '.', "
-            "starting and ending with an alphanumeric"
-        )
-    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
-        return "prefix part must be a lowercase RFC 1123 subdomain"
-    return None
-
-
 def _check_key(key: str, obj: str, field: str, diag: Diagnostics) -> None:
+    """A topology or label key: a qualified name (``models.names``)."""
     if not key:
         diag.error(obj, field, "must not be empty")
-        return
-    problem = label_key_problem(key)
-    if problem is not None:
-        diag.error(obj, field, f"{key!r}: {problem}")
+    elif problem := qualified_name_problem(key):
+        diag.error(obj, field, f"{shown_value(key)}: {problem}")
 
 
 def _selector_keys(selector: LabelSelector) -> set[str]:
@@ -247,7 +230,7 @@ def _check_label_keys(
     for i, key in enumerate(keys):
         _check_key(key, obj, f"{field}[{i}]", diag)
         if key in seen:
-            diag.error(obj, f"{field}[{i}]", f"duplicate key {key!r}")
+            diag.error(obj, f"{field}[{i}]", f"duplicate key {shown_value(key)}")
         seen.add(key)
         if selector is None:
             diag.error(obj, f"{field}[{i}]", "must not be set when labelSelector is not set")
@@ -257,7 +240,9 @@ def _check_label_keys(
         )
         others = [r for r in selector.match_expressions if r != merged]
         if key in {k for k, _ in selector.match_labels} or key in {r.key for r in others}:
-            diag.error(obj, f"{field}[{i}]", f"key {key!r} also appears in labelSelector")
+            diag.error(
+                obj, f"{field}[{i}]", f"key {shown_value(key)} also appears in labelSelector"
+            )
 
 
 def validate_affinity_term(
@@ -280,10 +265,14 @@ def validate_affinity_term(
         validate_label_selector(term.namespace_selector, obj, f"{field}.namespaceSelector", diag)
     for i, ns in enumerate(term.namespaces):
         if not DNS_LABEL.match(ns) or len(ns) > 63:
-            diag.error(obj, f"{field}.namespaces[{i}]", f"{ns!r} is not an RFC 1123 label")
+            diag.error(
+                obj, f"{field}.namespaces[{i}]", f"{shown_value(ns)} is not an RFC 1123 label"
+            )
     overlap = set(term.match_label_keys) & set(term.mismatch_label_keys)
     for key in sorted(overlap):
-        diag.error(obj, f"{field}.mismatchLabelKeys", f"key {key!r} is also in matchLabelKeys")
+        diag.error(
+            obj, f"{field}.mismatchLabelKeys", f"key {shown_value(key)} is also in matchLabelKeys"
+        )
     selector = term.label_selector
     _check_label_keys(
         term.match_label_keys, selector, owner_labels, IN, obj, f"{field}.matchLabelKeys", diag
@@ -320,7 +309,7 @@ def validate_spread(
             diag.error(
                 obj,
                 f"{at}",
-                f"duplicate topologyKey {c.topology_key!r} with whenUnsatisfiable "
+                f"duplicate topologyKey {shown_value(c.topology_key)} with whenUnsatisfiable "
                 f"{c.when_unsatisfiable}",
             )
         pairs.add(pair)
@@ -381,8 +370,7 @@ def _check_node_requirement(r: NodeRequirement, obj: str, field: str, diag: Diag
     elif r.operator in (GT, LT):
         if len(r.values) != 1:
             diag.error(obj, f"{field}.values", f"must have one value for operator {r.operator}")
-        else:
-            try:
-                int(r.values[0])
-            except ValueError:
-                diag.error(obj, f"{field}.values", f"{r.values[0]!r} is not an integer")
+        elif parse_int64(r.values[0]) is None:
+            diag.error(
+                obj, f"{field}.values", f"{shown_value(r.values[0])} is not an integer (int64)"
+            )

@@ -106,6 +106,11 @@ def assume_devices(
     )
 
 
+PER_NODE_WARNINGS = 5
+"""Up to this many nodes, each says what was assumed on it; beyond, one line says it of all
+(an over-committed node always has its own), so a large dump's summary stays short."""
+
+
 def with_assumed_devices(
     nodes: Sequence[Node], jobs: Sequence[Job], diag: Diagnostics
 ) -> tuple[Job, ...]:
@@ -127,12 +132,32 @@ def with_assumed_devices(
                 wanted = NeedsDevices(task.gpu, task.gpu_filter)
                 needs.setdefault(pod.node, []).append((j, r, wanted))
     given: dict[tuple[int, int], tuple[Container, ...]] = {}
+    quiet: list[str] = []
+    """Nodes where every such pod fit: said in one line when there are many."""
+    results = {}
     for name, waiting in needs.items():
         node = by_name[name]
-        result = assume_devices(node, held.get(name, ()), [w for _, _, w in waiting])
-        diag.warn(obj_name("Node", name), "", result.message)
+        result = results[name] = assume_devices(
+            node, held.get(name, ()), [w for _, _, w in waiting]
+        )
+        if not result.unfit:
+            quiet.append(name)
         for (j, r, _), shares in zip(waiting, result.shares, strict=True):
             given[j, r] = shares
+    for name, result in results.items():
+        if result.unfit or len(quiet) <= PER_NODE_WARNINGS:
+            diag.warn(obj_name("Node", name), "", result.message)
+    if len(quiet) > PER_NODE_WARNINGS:
+        pods = sum(len(results[name].shares) for name in quiet)
+        shown = ", ".join(quiet[:PER_NODE_WARNINGS])
+        diag.warn(
+            "",
+            "nodes",
+            f"{pods} running GPU pods on {len(quiet)} nodes ({shown} and "
+            f"{len(quiet) - PER_NODE_WARNINGS} more) name no devices; each holds devices "
+            "assumed for it (whole GPUs on the emptiest cards, shares by HAMi's binpack), and "
+            "no plan places onto them",
+        )
     out = []
     for j, job in enumerate(jobs):
         running = tuple(

@@ -70,3 +70,18 @@ def parse_go_duration(text: str) -> timedelta:
         raise ValueError(f"{text!r} is out of range (Go durations stop near 292 years)")
     microseconds = nanoseconds // 1000
     return timedelta(microseconds=-microseconds if negative else microseconds)
+
+
+_GO_INT = re.compile(r"[+-]?[0-9]{1,19}\Z")
+INT64_MAX = 2**63 - 1
+
+
+def parse_int64(text: str) -> int | None:
+    """Go's ``strconv.ParseInt(text, 10, 64)``: the integers Kubernetes, Volcano and HAMi read
+    from strings (label values under ``Gt``/``Lt``, pod indices, device amounts in annotations);
+    None where Go returns an error. The digits are bounded before Python converts them, so a
+    5,000-digit value costs nothing and never reaches ``int``'s own limit."""
+    if not _GO_INT.match(text):
+        return None
+    value = int(text)
+    return value if -INT64_MAX - 1 <= value <= INT64_MAX else None

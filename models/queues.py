@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from .errors import Diagnostics, obj_name
+from .errors import Diagnostics, obj_name, shown
 from .resources import CPU, EMPTY, INFINITE, MEMORY, Resources, format_amount
 
 ROOT = "root"
@@ -213,7 +213,12 @@ def _declared_parents(by_name: Mapping[str, Queue], diag: Diagnostics) -> dict[s
                     _obj(name), "parent", f'the root queue cannot have a parent, got "{parent}"'
                 )
         elif parent == name:
-            diag.error(_obj(name), "parent", "a queue cannot be its own parent")
+            diag.error(
+                _obj(name),
+                "parent",
+                f"queue {shown(name)} cannot use itself as parent: a queue cannot be its own "
+                "parent (Volcano's queue webhook refuses it)",
+            )
         elif parent not in by_name:
             diag.error(_obj(name), "parent", f'parent queue "{parent}" does not exist')
         else:

@@ -20,9 +20,11 @@ from .affinity import (
     validate_preferred_node_terms,
     validate_spread,
 )
-from .errors import Diagnostics, obj_name
+from .cluster import TAINT_EFFECTS
+from .errors import Diagnostics, obj_name, shown_value
 from .golang import parse_go_bool
 from .gpu import FULL_CORES, HAMI_CORES, VOLCANO_CORES, GpuFilter, GpuRequest
+from .names import label_value_problem, qualified_name_problem
 from .queues import DEFAULT_QUEUE
 from .resources import EMPTY, Resources
 from .selectors import LabelSelector
@@ -41,7 +43,9 @@ from .vocabulary import (
 PENDING, INQUEUE, RUNNING = "Pending", "Inqueue", "Running"
 JOB_PHASES = (PENDING, INQUEUE, RUNNING, "Unknown", "Completed")
 PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
-TOLERATION_OPERATORS = ("Equal", "Exists")
+EXISTS = "Exists"
+TOLERATION_OPERATORS = ("Equal", EXISTS)
+NO_EXECUTE = "NoExecute"
 
 
 @dataclass(frozen=True)
@@ -329,11 +333,46 @@ def _validate_tasks(tasks: tuple[Task, ...], obj: str, diag: Diagnostics) -> Non
             )
         if task.preemption_policy not in PREEMPTION_POLICIES:
             diag.error(obj, f"{field}.preemptionPolicy", "must be PreemptLowerPriority or Never")
-        for j, tol in enumerate(task.tolerations):
-            if tol.operator not in TOLERATION_OPERATORS:
-                diag.error(obj, f"{field}.tolerations[{j}].operator", "must be Equal or Exists")
         _validate_pod_rules(task, obj, field, diag)
         _warn_cores_over_100(task, f"{field}.resources", obj, diag)
+
+
+def validate_toleration(
+    toleration: Toleration, seconds: int | None, obj: str, field: str, diag: Diagnostics
+) -> None:
+    """``ValidateTolerations`` for one toleration at ``field`` (``seconds`` is its
+    ``tolerationSeconds``, which vcopt does not model but the API server checks): a qualified
+    key; without a key only ``Exists`` (it then tolerates every taint); ``Exists`` without a
+    value, ``Equal`` with a label value; a known effect, and ``NoExecute`` when seconds are
+    set."""
+    key, operator, value, effect = (
+        toleration.key,
+        toleration.operator,
+        toleration.value,
+        toleration.effect,
+    )
+    if key and (problem := qualified_name_problem(key)):
+        diag.error(obj, f"{field}.key", f"{shown_value(key)}: {problem}")
+    if operator not in (*TOLERATION_OPERATORS, ""):
+        diag.error(obj, f"{field}.operator", "must be Equal or Exists")
+    elif not key and operator != EXISTS:
+        diag.error(
+            obj,
+            f"{field}.operator",
+            "must be Exists when key is empty (a toleration without a key tolerates every taint)",
+        )
+    elif operator == EXISTS and value:
+        diag.error(obj, f"{field}.value", "must be empty when operator is Exists")
+    elif operator != EXISTS and (problem := label_value_problem(value)):
+        diag.error(obj, f"{field}.value", f"{shown_value(value)}: {problem}")
+    if effect and effect not in TAINT_EFFECTS:
+        diag.error(
+            obj,
+            f"{field}.effect",
+            f"must be one of {', '.join(TAINT_EFFECTS)}, or empty for every effect",
+        )
+    elif seconds is not None and effect != NO_EXECUTE:
+        diag.error(obj, f"{field}.effect", "must be NoExecute when tolerationSeconds is set")
 
 
 _REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"

@@ -12,11 +12,9 @@ import argparse
 import dataclasses
 import math
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
-from pathlib import Path
 
 from .interrupts import Terminated, sigterm_raises, stopped
 
@@ -27,7 +25,6 @@ try:
         from models.errors import InputError, Problem
         from models.instance import Instance
         from models.load import STDIN, load_inputs
-        from models.scheduler_conf_file import read_scheduler_conf
         from models.yamlio import dump_yaml
 
         from . import __version__, compare, show
@@ -86,10 +83,8 @@ def _print_warnings(warnings: Sequence[object], quiet: bool) -> None:
 
 
 def _load(args: argparse.Namespace) -> Instance:
-    """The instance of the command's input files, with ``--scheduler-conf`` and ``--now``.
-
-    The configuration is read and checked on its own first (a raw conf or its ConfigMap), so
-    that a problem in it names its file; the loader then takes it as a raw conf."""
+    """The instance of the command's input files, with ``--scheduler-conf`` (a raw conf or
+    its ConfigMap, checked on its own so that a problem in it names its file) and ``--now``."""
     if args.scheduler_conf is None:
         return load_inputs(args.files, now=args.now)
     if args.scheduler_conf == STDIN and STDIN in args.files:
@@ -101,11 +96,7 @@ def _load(args: argparse.Namespace) -> Instance:
                 )
             ]
         )
-    conf = read_scheduler_conf(args.scheduler_conf)
-    with tempfile.TemporaryDirectory(prefix="vcopt-") as folder:
-        raw = Path(folder) / "volcano-scheduler.conf"
-        raw.write_text(dump_yaml(conf, sort_keys=False), encoding="utf-8")
-        return load_inputs(args.files, scheduler_conf=raw, now=args.now)
+    return load_inputs(args.files, scheduler_conf=args.scheduler_conf, now=args.now)
 
 
 OUTPUTS = (("output", "-o/--output"), ("plot", "--plot"), ("csv", "--csv"), ("json", "--json"))

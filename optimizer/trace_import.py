@@ -82,7 +82,7 @@ class TraceTask:
 
 def read_nodes(path: str | Path) -> tuple[TraceNode, ...]:
     """GPU nodes sorted by name (the simulator's order before the per-seed prefixes)."""
-    with open(path, newline="") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:
         rows = list(csv.DictReader(f))
     nodes = [
         TraceNode(r["sn"], int(r["cpu_milli"]), int(r["memory_mib"]), int(r["gpu"]), r["model"])
@@ -93,7 +93,7 @@ def read_nodes(path: str | Path) -> tuple[TraceNode, ...]:
 
 def read_tasks(path: str | Path) -> tuple[TraceTask, ...]:
     """Tasks sorted by name (§4 step 3). The multigpu* files have no ``gpu_spec`` column."""
-    with open(path, newline="") as f:
+    with open(path, newline="", encoding="utf-8-sig") as f:
         rows = list(csv.DictReader(f))
     tasks = [
         TraceTask(

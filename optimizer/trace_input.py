@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from models.errors import InputError, Problem
+from models.golang import parse_int64
 from models.yamlio import read_text
 
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
@@ -28,6 +29,7 @@ MAX_PROBLEMS = 20
 """A wrong file (another CSV, a text file) is bad on every row; a few lines say so."""
 MILLI = 1000
 MAX_NODE_GPUS = 8
+BOM = "\ufeff"
 
 
 def check_options(arrival: float, nodes_per_shape: int | None) -> None:
@@ -79,7 +81,8 @@ def _rows(
     file: str, columns: Sequence[str], problems: list[Problem]
 ) -> list[tuple[int, dict[str, str]]]:
     """The data rows with their line numbers; a missing column or a short row is reported."""
-    text = read_text(file)
+    # A spreadsheet's UTF-8 export begins with a byte-order mark: not part of the header.
+    text = read_text(file).removeprefix(BOM)
     reader = csv.reader(text.splitlines())
     try:
         header = next(reader, None)
@@ -122,9 +125,8 @@ def _integer(
     row: Mapping[str, str], column: str, where: Callable[[str, str], None], low: int, high: int
 ) -> int:
     text = row[column].strip()
-    try:
-        value = int(text)
-    except ValueError:
+    value = parse_int64(text)
+    if value is None:
         where(column, "expected an integer")
         return 0
     if not low <= value <= high:

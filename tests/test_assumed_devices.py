@@ -177,3 +177,30 @@ def test_jobs_of_both_kinds_share_a_nodes_devices_and_get_one_warning_per_node()
     assert diag.warnings == [
         Problem("2 running pods name no devices; assumed devices GPU-n1-1, GPU-n1-2", 'Node "n1"')
     ]
+
+
+def test_many_nodes_say_it_in_one_line() -> None:
+    """Past five nodes whose running GPU pods name no devices, one warning sums them up (a
+    large dump's summary stays short): seven nodes of two cards, one whole-card pod each."""
+    from models.assumed_devices import PER_NODE_WARNINGS
+
+    count = PER_NODE_WARNINGS + 2
+    nodes = [
+        Node(f"n{i}", gpus=shorthand_devices(f"n{i}", 2, "NVIDIA-A100", FULL)) for i in range(count)
+    ]
+    request = container_gpu_request(WHOLE_1, {})
+    assert request is not None
+    task = Task("w", 1, gpu=(request,))
+    jobs = [
+        Job(f"j{i}", tasks=(task,), running=(RunningPod(0, f"n{i}", "w"),)) for i in range(count)
+    ]
+    diag = Diagnostics()
+    out = with_assumed_devices(nodes, jobs, diag)
+    assert [job.running[0].gpus for job in out] == [
+        ((DeviceShare(f"GPU-n{i}-0", FULL, 100),),) for i in range(count)
+    ]
+    assert [w.message for w in diag.warnings] == [
+        "7 running GPU pods on 7 nodes (n0, n1, n2, n3, n4 and 2 more) name no devices; each "
+        "holds devices assumed for it (whole GPUs on the emptiest cards, shares by HAMi's "
+        "binpack), and no plan places onto them"
+    ]

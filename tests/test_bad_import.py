@@ -144,3 +144,23 @@ def test_device_as_trace_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     _, n = _files(tmp_path)
     lines = _refused(["--pods", "/dev/zero", "--nodes", str(n)], capsys, tmp_path / "o")
     assert lines == ["error: /dev/zero: not a text file (it holds NUL bytes)"]
+
+
+def test_a_csv_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    """A spreadsheet's UTF-8 export starts with U+FEFF; the mark is not part of the first
+    column's name ('\\ufeffsn' would be a missing column), so both files import as without it."""
+    pods, nodes = _files(tmp_path)
+    nodes.write_text("\ufeff" + NODES, encoding="utf-8")
+    pods.write_text("\ufeff" + PODS, encoding="utf-8")
+    plain = tmp_path / "plain.yaml"
+    marked = tmp_path / "marked.yaml"
+    (tmp_path / "clean").mkdir()
+    clean_pods, clean_nodes = tmp_path / "clean" / pods.name, tmp_path / "clean" / nodes.name
+    clean_pods.write_text(PODS, encoding="utf-8")
+    clean_nodes.write_text(NODES, encoding="utf-8")
+    args = ["import", "alibaba", "--seed", "1"]
+    assert (
+        main([*args, "--pods", str(clean_pods), "--nodes", str(clean_nodes), "-o", str(plain)]) == 0
+    )
+    assert main([*args, "--pods", str(pods), "--nodes", str(nodes), "-o", str(marked)]) == 0
+    assert marked.read_text() == plain.read_text()

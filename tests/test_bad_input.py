@@ -129,6 +129,22 @@ RULES = {
     "spread_policy",
     "spread_topology_key_invalid",
     "spread_when_unsatisfiable",
+    "spread_max_skew_over_int32",
+    # labels, annotations, taints, tolerations and resources: the API server's rules
+    "label_key_two_slashes",
+    "label_value_too_long",
+    "label_key_yaml_boolean",
+    "task_label_key_emoji",
+    "node_selector_key_invalid",
+    "annotation_key_invalid",
+    "taint_key_invalid",
+    "taint_duplicate",
+    "toleration_exists_with_value",
+    "toleration_effect_unknown",
+    "allocatable_gpu_fraction",
+    "request_over_limit",
+    "gpu_request_not_limit",
+    "running_gpu_memory_over_int64",
 }
 """The rules the issue and DESIGN §3 name; each must have its own file."""
 
@@ -329,7 +345,7 @@ def test_a_file_given_by_mistake_is_not_echoed(
 
 def test_kubectl_dump_names_are_checked_too(tmp_path: Path) -> None:
     """The kubectl form goes through the same loader: a Node the API server could not hold is
-    refused there as in the compact form."""
+    refused there as in the compact form, on the field the dump writes (metadata.name)."""
     text = (DATA / "kube" / "snapshot.yaml").read_text(encoding="utf-8")
     assert "\n  name: gpu-2\n" in text
     path = tmp_path / "dump.yaml"
@@ -337,5 +353,5 @@ def test_kubectl_dump_names_are_checked_too(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         load(path)
     names = [p for p in caught.value.problems if p.obj == 'Node "GPU_2"']
-    assert [(p.field, p.file) for p in names] == [("name", str(path))]
+    assert [(p.field, p.file) for p in names] == [("metadata.name", str(path))]
     assert "not a DNS-1123 subdomain" in names[0].message

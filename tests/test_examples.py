@@ -128,8 +128,8 @@ WEBHOOK = "Volcano's job webhook refuses the job"
 REFUSED: dict[str, tuple[str, str, str]] = {
     # a design-document snippet whose PodGroup is named with a placeholder the API server refuses
     "volcano/network-topology-aware-scheduling-design.L637.podgroup-subgroups.yaml": (
-        'Job "default/network-topology-job-<jobUID>"',
-        "name",
+        'PodGroup "default/network-topology-job-<jobUID>"',
+        "metadata.name",
         "not a DNS-1123 subdomain",
     ),
     "volcano/duplicatedTaskName-webhook-deny.yaml": (
@@ -164,7 +164,7 @@ REFUSED: dict[str, tuple[str, str, str]] = {
     ),
     "volcano/how_to_use_nodegroup_plugin.L260.queue-frontend-team.yaml": (
         'Queue "frontend-team"',
-        "parent",
+        "spec.parent",
         'parent queue "engineering" does not exist',
     ),
     "volcano/network-topology-aware-scheduling-design.L102.hypernodes-tree.yaml": (

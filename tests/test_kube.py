@@ -305,6 +305,26 @@ def test_containers_are_summed_and_several_gpu_containers_warned() -> None:
     assert _has(warnings, 'Pod "default/train-w-0"', "spec.containers", "one container per task")
 
 
+def test_a_limit_on_one_container_of_two_bounds_that_container_only() -> None:
+    """Container a asks for 2 CPUs without a limit, b is limited to 1 CPU (its request then
+    defaults to 1): the API server takes the pod, each request being within its own limit.
+    The pod asks for 3 CPUs; its cpu limit is not the pod's, so the compact task has none
+    (a summed limit of 1 would read as a request above its limit). The GPU, limited on the
+    one container that asks for it, stays a limit."""
+    containers = [
+        {"name": "a", "resources": {"requests": {"cpu": "2"}}},
+        {"name": "b", "resources": {"limits": {"cpu": "1", "nvidia.com/gpu": "1"}}},
+    ]
+    compact, errors, _ = _translate(_podgroup(), _pod("train-w-0", containers=containers))
+    assert errors == []
+    assert compact["jobs"][0]["tasks"][0]["resources"] == {
+        "requests": {"cpu": "3", "nvidia.com/gpu": "1"},
+        "limits": {"nvidia.com/gpu": "1"},
+    }
+    instance = from_documents([_node(), _podgroup(), _pod("train-w-0", containers=containers)], "d")
+    assert instance.jobs[0].tasks[0].resources["cpu"] == 3000
+
+
 def test_bad_quantities_name_the_container_field() -> None:
     containers = [{"name": "a", "resources": {"limits": {"cpu": "lots"}}}]
     _, errors, _ = _translate(_podgroup(), _pod("train-w-0", containers=containers))
@@ -727,13 +747,14 @@ def test_pods_of_one_role_that_differ_split_into_numbered_tasks() -> None:
 def test_ray_worker_groups_and_role_names_become_dns_labels() -> None:
     """KubeRay: a worker of group Small_GPU is task worker-small-gpu (lowercase, '_' as '-'),
     the head is head whatever its group; a Kubeflow pod labelled replica-type Master is
-    master; app.kubernetes.io/component 'API server' is api-server."""
+    master; app.kubernetes.io/component 'API.Server' is api-server (a label value may hold
+    '.', a task name may not)."""
     compact, errors, _ = _translate(
         _podgroup(),
         _labelled("h-x7k2p", {"ray.io/node-type": "head", "ray.io/group": "headgroup"}),
         _labelled("w-9qz1c", {"ray.io/node-type": "worker", "ray.io/group": "Small_GPU"}),
         _labelled("m-0", {"training.kubeflow.org/replica-type": "Master"}),
-        _labelled("api-q2", {"app.kubernetes.io/component": "API server"}),
+        _labelled("api-q2", {"app.kubernetes.io/component": "API.Server"}),
     )
     assert errors == []
     names = [t["name"] for t in compact["jobs"][0]["tasks"]]

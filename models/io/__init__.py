@@ -16,8 +16,9 @@ from ..errors import InputError, Problem, obj_name
 from ..instance import Instance
 from ..vocabulary import API_GROUP, DEFAULT_NAMESPACE
 from ..yamlio import STDIN, STDIN_NAME, load_documents, read_text
-from .compact import from_dict
-from .kube import compact_from_objects
+from .compact import from_dict, instance_name
+from .kube import translate
+from .kube.provenance import INSTANCE, Origin, Provenance
 
 __all__ = ["STDIN", "from_dict", "from_documents", "load", "load_inputs", "loads"]
 
@@ -56,10 +57,13 @@ def load_inputs(
         per_file = [(f, docs) for f, docs in per_file if f != confs[0]]
         files = [f for f in files if f != confs[0]]
     overrides: dict[str, Any] = {}
+    origins: dict[str, Origin] = {}
     if scheduler_conf is not None:
         overrides["scheduler"] = _scheduler_conf(str(scheduler_conf))
+        origins["scheduler"] = Origin("", "", file=str(scheduler_conf))
     if now is not None:
         overrides["now"] = now
+        origins["now"] = Origin("", "--now", file="")
     compact = [
         f for f, docs in per_file if any(isinstance(d, Mapping) and _is_compact(d) for d in docs)
     ]
@@ -79,18 +83,18 @@ def load_inputs(
         overrides["metadata"] = {"name": "stdin" if first == STDIN else Path(first).stem}
     name = ", ".join(STDIN_NAME if f == STDIN else f for f in files)
     if len(files) == 1:
-        return from_documents(docs, name, overrides or None)
+        return from_documents(docs, name, overrides or None, origins)
     home = _object_files(per_file)
     try:
-        instance = from_documents(docs, name, overrides or None)
+        instance = from_documents(docs, name, overrides or None, origins)
     except InputError as err:
         raise InputError([_attributed(p, home) for p in err.problems]) from None
     return instance.replace(warnings=tuple(_attributed(w, home) for w in instance.warnings))
 
 
 def _object_files(per_file: Sequence[tuple[str, Sequence[object]]]) -> dict[str, str]:
-    """How problems name each object of the files (``Pod "ns/x"``; a PodGroup or vcjob also
-    as the ``Job`` it becomes) → the file it is written in."""
+    """How problems name each object of the files (``Pod "ns/x"``, as the dump writes it)
+    → the file it is written in."""
     home: dict[str, str] = {}
     for file, docs in per_file:
         for doc in docs:
@@ -107,8 +111,6 @@ def _object_files(per_file: Sequence[tuple[str, Sequence[object]]]) -> dict[str,
                 if kind in ("Pod", "PodGroup", "Job"):
                     namespace = namespace or DEFAULT_NAMESPACE
                 home.setdefault(obj_name(kind, name, namespace), file)
-                if kind == "PodGroup":
-                    home.setdefault(obj_name("Job", name, namespace), file)
     return home
 
 
@@ -125,11 +127,11 @@ def _documents(file: str) -> list[object]:
 
 
 def _scheduler_conf(file: str) -> object:
-    """A ``volcano-scheduler.conf`` file: one YAML mapping with actions and tiers."""
-    docs = _documents(file)
-    if len(docs) != 1 or not isinstance(docs[0], Mapping):
-        raise InputError([Problem("expected one YAML mapping with actions and tiers", file=file)])
-    return docs[0]
+    """A ``volcano-scheduler.conf`` file, or the ConfigMap holding it, checked on its own so
+    that a problem in it names this file (``models.scheduler_conf_file``)."""
+    from ..scheduler_conf_file import read_scheduler_conf
+
+    return read_scheduler_conf(file)
 
 
 def loads(text: str, file: str = "<string>") -> Instance:
@@ -137,12 +139,17 @@ def loads(text: str, file: str = "<string>") -> Instance:
 
 
 def from_documents(
-    docs: Sequence[object], file: str, overrides: Mapping[str, Any] | None = None
+    docs: Sequence[object],
+    file: str,
+    overrides: Mapping[str, Any] | None = None,
+    origins: Mapping[str, Origin] | None = None,
 ) -> Instance:
     """Pick the form from the documents and build the instance.
 
     A document of vcopt's own API group (or of kind Instance) makes a compact file, which holds
-    exactly that one document; anything else is read as Kubernetes objects.
+    exactly that one document; anything else is read as Kubernetes objects. ``overrides``
+    replace top-level fields; ``origins`` say where each was given (an option, another file),
+    so that a problem in one names that place.
     """
     if not docs:
         raise InputError([Problem("empty file: expected a kind: Instance document", file=file)])
@@ -170,7 +177,8 @@ def from_documents(
             ]
         )
     if compact:
-        return from_dict({**compact[0], **(overrides or {})}, file)  # type: ignore[dict-item]
+        doc = {**compact[0], **(overrides or {})}  # type: ignore[dict-item]
+        return _built(doc, file, Provenance(), [], origins)
     missing = [n for n, doc in enumerate(docs, 1) if "kind" not in doc]  # type: ignore[operator]
     if missing and _is_scheduler_conf(docs[missing[0] - 1]):
         raise InputError(
@@ -188,10 +196,32 @@ def from_documents(
         raise InputError(
             [Problem(f"{where}required field is missing (expected Instance)", "", "kind", file)]
         )
-    compact_doc, problems, warnings = compact_from_objects(docs, file)
-    if problems:
-        raise InputError([p.in_file(file) for p in problems])
-    return from_dict({**compact_doc, **(overrides or {})}, file, warnings)
+    dump = translate(docs, file)
+    if dump.errors:
+        raise InputError([p.in_file(file) for p in dump.errors])
+    doc = {**dump.compact, **(overrides or {})}
+    return _built(doc, file, dump.provenance, dump.warnings, origins)
+
+
+def _built(
+    doc: Mapping[str, Any],
+    file: str,
+    provenance: Provenance,
+    warnings: Sequence[Problem],
+    origins: Mapping[str, Origin] | None,
+) -> Instance:
+    """The instance of a compact document, its problems named where they were written: in
+    the dump's objects (``provenance``), an option or another file (``origins``). The
+    ``warnings`` of the dump's own reading come first."""
+    for field, origin in (origins or {}).items():
+        provenance.override(INSTANCE, field, origin)
+    provenance.instance = obj_name("Instance", instance_name(doc, file))
+    try:
+        instance = from_dict(doc, file)
+    except InputError as err:
+        raise InputError(provenance.written(err.problems)) from None
+    written = [*(w.in_file(file) for w in warnings), *provenance.written(instance.warnings)]
+    return instance.replace(warnings=tuple(dict.fromkeys(written)))
 
 
 def _is_scheduler_conf(doc: object) -> bool:

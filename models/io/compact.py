@@ -22,7 +22,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from ..affinity import DNS_LABEL
 from ..assumed_devices import with_assumed_devices
 from ..cluster import TAINT_EFFECTS, Node, Taint, with_gpu_allocatable
-from ..errors import Diagnostics, InputError, Problem, obj_name
+from ..errors import Diagnostics, InputError, Problem, obj_name, shown_value
 from ..gpu import (
     GpuDevice,
     parse_hami_register,
@@ -31,7 +31,13 @@ from ..gpu import (
     validate_device,
 )
 from ..instance import Instance, validate_instance
-from ..names import check_names
+from ..names import (
+    check_annotations,
+    check_labels,
+    check_names,
+    label_value_problem,
+    qualified_name_problem,
+)
 from ..queues import DEFAULT_QUEUE, Queue
 from ..scheduler_conf import parse_scheduler_conf
 from ..selectors import LabelRequirement, LabelSelector
@@ -44,22 +50,24 @@ from .jobs import JobReader
 from .values import read_datetime, read_resources
 
 _DEVICE_LIST = TypeAdapter(list[s.GpuDeviceIn])
-_REGISTERS = ((HAMI_REGISTER, parse_hami_register), (VOLCANO_REGISTER, parse_volcano_register))
+REGISTER_ANNOTATIONS = (HAMI_REGISTER, VOLCANO_REGISTER)
 """Node annotations that carry a device inventory, in the order they are read."""
+_REGISTERS = tuple(
+    zip(REGISTER_ANNOTATIONS, (parse_hami_register, parse_volcano_register), strict=True)
+)
 
 
-def from_dict(
-    doc: Mapping[str, Any], file: str, extra_warnings: Sequence[Problem] = ()
-) -> Instance:
+def from_dict(doc: Mapping[str, Any], file: str) -> Instance:
     """Build an instance from a compact document (already parsed YAML)."""
     if not isinstance(doc, Mapping):
         raise InputError([Problem("expected a mapping with kind: Instance", file=file)])
     if doc.get("kind") != "Instance":
-        raise InputError([Problem(f"expected Instance, got {doc.get('kind')!r}", "", "kind", file)])
+        got = shown_value(doc.get("kind"))
+        raise InputError([Problem(f"expected Instance, got {got}", "", "kind", file)])
     if doc.get("apiVersion") != API_VERSION:
-        got = doc.get("apiVersion")
-        raise InputError([Problem(f"expected {API_VERSION}, got {got!r}", "", "apiVersion", file)])
-    name = _instance_name(doc, file)
+        got = shown_value(doc.get("apiVersion"))
+        raise InputError([Problem(f"expected {API_VERSION}, got {got}", "", "apiVersion", file)])
+    name = instance_name(doc, file)
     normal = _unwrap_objects(doc)
     try:
         model = s.InstanceIn.model_validate(normal)
@@ -67,7 +75,6 @@ def from_dict(
         problems = shape_problems(err, normal, doc, obj_name("Instance", name))
         raise InputError([p.in_file(file) for p in problems]) from None
     diag = Diagnostics()
-    diag.warnings.extend(extra_warnings)
     keys = list(normal)
     groups_first = "nodeGroups" in keys and (
         "nodes" not in keys or keys.index("nodeGroups") < keys.index("nodes")
@@ -86,7 +93,7 @@ def from_dict(
     return instance.replace(warnings=tuple(w.in_file(file) for w in diag.warnings))
 
 
-def _instance_name(doc: Mapping[str, Any], file: str) -> str:
+def instance_name(doc: Mapping[str, Any], file: str) -> str:
     """``metadata.name``, or the file name without its suffix when there is none."""
     metadata = doc.get("metadata")
     name = metadata.get("name") if isinstance(metadata, Mapping) else None
@@ -201,6 +208,7 @@ class _Builder:
                 self.diag.error(obj, "name", "duplicate Namespace")
             elif len(ns.name) > 63 or not DNS_LABEL.fullmatch(ns.name):
                 self.diag.error(obj, "name", "must be a lowercase RFC 1123 label")
+            check_labels(ns.labels, obj, "labels", self.diag)
             out[ns.name] = dict(ns.labels)
         return out
 
@@ -208,7 +216,9 @@ class _Builder:
         try:
             ZoneInfo(self.m.timezone)
         except (ZoneInfoNotFoundError, ValueError):
-            self.diag.error(self.obj, "timezone", f"unknown IANA time zone {self.m.timezone!r}")
+            self.diag.error(
+                self.obj, "timezone", f"unknown IANA time zone {shown_value(self.m.timezone)}"
+            )
             return "UTC"
         return self.m.timezone
 
@@ -222,7 +232,7 @@ class _Builder:
             self.clock.error(
                 self.obj,
                 "now",
-                f"expected an RFC 3339 time such as 2026-11-30T14:00:00Z, got {str(raw)!r}",
+                f"expected an RFC 3339 time such as 2026-11-30T14:00:00Z, got {shown_value(raw)}",
             )
             return datetime.now(UTC)
         if when.tzinfo is None:
@@ -287,14 +297,10 @@ class _Builder:
         obj: str | None = None,
     ) -> Node:
         obj = obj or obj_name("Node", name)
-        allocatable = read_resources(raw.allocatable, obj, "allocatable", self.diag)
-        taints = []
-        for i, t in enumerate(raw.taints):
-            if t.effect not in TAINT_EFFECTS:
-                self.diag.error(
-                    obj, f"taints[{i}].effect", f"must be one of {', '.join(TAINT_EFFECTS)}"
-                )
-            taints.append(Taint(t.key, t.value, t.effect))
+        allocatable = read_resources(raw.allocatable, obj, "allocatable", self.diag, whole=True)
+        check_labels(raw.labels, obj, "labels", self.diag)
+        check_annotations(raw.annotations, obj, "annotations", self.diag)
+        taints = self._taints(raw.taints, obj)
         gpus = self._gpus(name, obj, gpus_raw, raw.annotations)
         return Node(
             name=name,
@@ -302,10 +308,36 @@ class _Builder:
             # The kubelet labels every node with its hostname; pods' topology terms read it.
             labels={HOSTNAME_LABEL: name, **raw.labels},
             annotations=dict(raw.annotations),
-            taints=tuple(taints),
+            taints=taints,
             unschedulable=raw.unschedulable,
             gpus=gpus,
         )
+
+    def _taints(self, raw: Sequence[s.TaintIn], obj: str) -> tuple[Taint, ...]:
+        """``validateNodeTaints``: a qualified key, a label value, a known effect, and one
+        taint per key and effect."""
+        taints = []
+        seen: set[tuple[str, str]] = set()
+        for i, t in enumerate(raw):
+            field = f"taints[{i}]"
+            if problem := qualified_name_problem(t.key):
+                self.diag.error(obj, f"{field}.key", f"{shown_value(t.key)}: {problem}")
+            if problem := label_value_problem(t.value):
+                self.diag.error(obj, f"{field}.value", f"{shown_value(t.value)}: {problem}")
+            if t.effect not in TAINT_EFFECTS:
+                self.diag.error(
+                    obj, f"{field}.effect", f"must be one of {', '.join(TAINT_EFFECTS)}"
+                )
+            elif (t.key, t.effect) in seen:
+                self.diag.error(
+                    obj,
+                    field,
+                    f"a second taint with key {shown_value(t.key)} and effect {t.effect}: "
+                    "taints must be unique by key and effect",
+                )
+            seen.add((t.key, t.effect))
+            taints.append(Taint(t.key, t.value, t.effect))
+        return tuple(taints)
 
     def _gpus(
         self, name: str, obj: str, raw: object, annotations: Mapping[str, str]

@@ -112,4 +112,7 @@ def message(e: Mapping[str, Any]) -> str:
         return "required field is missing"
     if kind in _EXPECTED:
         return f"expected {_EXPECTED[kind]}, got {shown_value(e.get('input'))}"
+    if kind == "value_error":
+        # vcopt's own validators: their message is written for the user, keys as spelled.
+        return str(e["msg"]).removeprefix("Value error, ")
     return str(e["msg"]).lower()

@@ -17,9 +17,11 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from ..errors import Diagnostics, obj_name
-from ..golang import parse_go_duration
+from ..errors import Diagnostics, obj_name, shown_value
+from ..golang import parse_go_duration, parse_int64
 from ..gpu import GPU_RESOURCE_NAMES, GpuRequest, container_gpu_request, gpu_filter
+from ..names import check_annotations, check_labels
+from ..quantity import requirement_problems
 from ..resources import NVIDIA_GPU, Resources
 from ..selectors import LabelRequirement, LabelSelector, validate_label_selector
 from ..topology import HyperNode, tiers_by_name
@@ -36,6 +38,7 @@ from ..workload import (
     Task,
     Toleration,
     copied_to_pods,
+    validate_toleration,
 )
 from . import affinity as a
 from . import schema as s
@@ -108,6 +111,8 @@ class JobReader:
 
     def _job(self, raw: s.JobIn) -> Job:
         obj = job_obj(raw)
+        check_labels(raw.labels, obj, "labels", self.diag)
+        check_annotations(raw.annotations, obj, "annotations", self.diag)
         priority = self._priority(raw.priority, raw.priorityClassName, self.default_class, obj)
         tasks = self._tasks(raw, obj)
         replicas = sum(t.replicas for t in tasks)
@@ -123,7 +128,9 @@ class JobReader:
             except ValueError as err:
                 self.diag.error(obj, "duration", str(err))
             if duration is not None and duration < timedelta(0):
-                self.diag.error(obj, "duration", f"must not be negative, got {raw.duration!r}")
+                self.diag.error(
+                    obj, "duration", f"must not be negative, got {shown_value(raw.duration)}"
+                )
                 duration = None
         return Job(
             name=raw.name,
@@ -194,10 +201,9 @@ class JobReader:
         text = annotations.get(TOPOLOGY_HIGHEST_TIER)
         field = f"annotations.{TOPOLOGY_HIGHEST_TIER}"
         if text is not None:
-            try:
-                tier = int(text)
-            except ValueError:
-                self.diag.error(obj, field, f"expected an integer tier, got {text!r}")
+            tier = parse_int64(text)
+            if tier is None:
+                self.diag.error(obj, field, f"expected an integer tier, got {shown_value(text)}")
         if tier is not None and tier < 0:
             self.diag.error(obj, field, "must not be negative")
             tier = None
@@ -222,6 +228,14 @@ class JobReader:
         return names
 
     def _task(self, job: s.JobIn, t: s.TaskIn, obj: str, field: str) -> Task:
+        check_labels(t.labels, obj, f"{field}.labels", self.diag)
+        check_annotations(t.annotations, obj, f"{field}.annotations", self.diag)
+        check_labels(t.nodeSelector, obj, f"{field}.nodeSelector", self.diag)
+        tolerations = tuple(Toleration(x.key, x.operator, x.value, x.effect) for x in t.tolerations)
+        for i, (x, toleration) in enumerate(zip(t.tolerations, tolerations, strict=True)):
+            validate_toleration(
+                toleration, x.tolerationSeconds, obj, f"{field}.tolerations[{i}]", self.diag
+            )
         errors = len(self.diag.errors)
         requests, limits = self._container(t.resources, obj, f"{field}.resources")
         resources = Resources(
@@ -230,7 +244,9 @@ class JobReader:
         init = resources
         if t.initResources is not None:
             init = resources.max_dim(
-                read_resources(t.initResources, obj, f"{field}.initResources", self.diag)
+                read_resources(
+                    t.initResources, obj, f"{field}.initResources", self.diag, whole=True
+                )
             )
         gpu: tuple[GpuRequest, ...] = ()
         if len(self.diag.errors) == errors:
@@ -257,9 +273,7 @@ class JobReader:
             annotations=annotations,
             node_selector=dict(t.nodeSelector),
             required_affinity=self._affinity(t.affinity, obj, f"{field}.affinity"),
-            tolerations=tuple(
-                Toleration(x.key, x.operator, x.value, x.effect) for x in t.tolerations
-            ),
+            tolerations=tolerations,
             pod_names=self._pod_names(t, obj, field),
             preferred_node_affinity=a.preferred_node_terms(
                 (t.affinity or {}).get("nodeAffinity"), obj, f"{field}.affinity", self.diag
@@ -303,12 +317,14 @@ class JobReader:
         )
         if not split:
             flat = dict(raw)
-            resources = read_resources(flat, obj, field, self.diag)
+            resources = read_resources(flat, obj, field, self.diag, whole=True)
             return _Parsed(flat, resources, split), _Parsed(flat, resources, split)
         limits_raw = dict(raw.get("limits") or {})
         requests_raw = dict(raw.get("requests") or {})
-        limits = read_resources(limits_raw, obj, f"{field}.limits", self.diag)
-        requests = read_resources(requests_raw, obj, f"{field}.requests", self.diag)
+        limits = read_resources(limits_raw, obj, f"{field}.limits", self.diag, whole=True)
+        requests = read_resources(requests_raw, obj, f"{field}.requests", self.diag, whole=True)
+        for section, name, message in requirement_problems(requests_raw, limits_raw):
+            self.diag.error(obj, f"{field}.{section}.{name}", message)
         merged = {**limits_raw, **requests_raw}
         amounts = dict(limits) | {name: requests.get(name) for name in requests_raw}
         return _Parsed(merged, Resources(amounts), split), _Parsed(limits_raw, limits, split)

@@ -8,16 +8,40 @@ Field names are spelled as in YAML, so a location can be printed back to the use
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+)
+from pydantic_core import PydanticCustomError
 
+from ..names import key_type_problem
 from ..queues import DEFAULT_QUEUE
 from ..vocabulary import DEFAULT_NAMESPACE, VOLCANO_SCHEDULER
 
-ResourceList = dict[StrictStr, Any]
+
+def _string_keys(value: Any) -> Any:
+    """Refuse a key YAML did not read as a string (``on:`` is True, ``~:`` is None) on the
+    map itself: a path through the key would print ``labels.True``, which nobody wrote."""
+    if isinstance(value, Mapping):
+        for key in value:
+            if not isinstance(key, str):
+                raise PydanticCustomError("key_type", key_type_problem(key))
+    return value
+
+
+StringMap = Annotated[dict[StrictStr, StrictStr], BeforeValidator(_string_keys)]
+"""Labels, annotations, a node selector: strings to strings."""
+ResourceList = Annotated[dict[StrictStr, Any], BeforeValidator(_string_keys)]
 Int32 = Annotated[StrictInt, Field(ge=-(2**31), le=2**31 - 1)]
-"""Priorities: Kubernetes keeps PriorityClass values and pod priorities in an int32."""
+"""Priorities, gang sizes, weights, ``maxSkew``: Kubernetes and Volcano keep them in an int32."""
 Int64 = Annotated[StrictInt, Field(ge=-(2**63), le=2**63 - 1)]
 """Integers of a CRD schema without a format, which the API server reads as int64."""
 
@@ -29,8 +53,8 @@ class _Strict(BaseModel):
 class MetadataIn(_Strict):
     name: StrictStr = ""
     namespace: StrictStr = ""
-    labels: dict[StrictStr, StrictStr] = Field(default_factory=dict)
-    annotations: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    labels: StringMap = Field(default_factory=dict)
+    annotations: StringMap = Field(default_factory=dict)
 
 
 class GpuDeviceIn(_Strict):
@@ -62,8 +86,8 @@ class TaintIn(_Strict):
 
 class NodeIn(_Strict):
     name: StrictStr = Field(min_length=1)
-    labels: dict[StrictStr, StrictStr] = Field(default_factory=dict)
-    annotations: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    labels: StringMap = Field(default_factory=dict)
+    annotations: StringMap = Field(default_factory=dict)
     taints: list[TaintIn] = Field(default_factory=list)
     allocatable: ResourceList = Field(default_factory=dict)
     unschedulable: StrictBool = False
@@ -74,9 +98,9 @@ class NodeIn(_Strict):
 class NodeGroupIn(_Strict):
     namePrefix: StrictStr = Field(min_length=1)
     count: StrictInt = Field(ge=1, le=100_000)
-    start: StrictInt = Field(default=0, ge=0)
-    labels: dict[StrictStr, StrictStr] = Field(default_factory=dict)
-    annotations: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    start: StrictInt = Field(default=0, ge=0, le=10**15)
+    labels: StringMap = Field(default_factory=dict)
+    annotations: StringMap = Field(default_factory=dict)
     taints: list[TaintIn] = Field(default_factory=list)
     allocatable: ResourceList = Field(default_factory=dict)
     unschedulable: StrictBool = False
@@ -98,7 +122,7 @@ class LabelExpressionIn(_Strict):
 
 
 class LabelSelectorIn(_Strict):
-    matchLabels: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    matchLabels: StringMap = Field(default_factory=dict)
     matchExpressions: list[LabelExpressionIn] = Field(default_factory=list)
 
 
@@ -115,7 +139,7 @@ class PodAffinityTermIn(_Strict):
 
 
 class WeightedPodAffinityTermIn(_Strict):
-    weight: StrictInt
+    weight: Int32
     podAffinityTerm: PodAffinityTermIn
 
 
@@ -134,16 +158,16 @@ class NodeSelectorTermIn(_Strict):
 
 
 class PreferredSchedulingTermIn(_Strict):
-    weight: StrictInt
+    weight: Int32
     preference: NodeSelectorTermIn
 
 
 class SpreadConstraintIn(_Strict):
-    maxSkew: StrictInt
+    maxSkew: Int32
     topologyKey: StrictStr
     whenUnsatisfiable: StrictStr
     labelSelector: LabelSelectorIn | None = None
-    minDomains: StrictInt | None = None
+    minDomains: Int32 | None = None
     nodeAffinityPolicy: StrictStr | None = None
     nodeTaintsPolicy: StrictStr | None = None
     matchLabelKeys: list[StrictStr] = Field(default_factory=list)
@@ -170,7 +194,7 @@ class HyperNodeIn(_Strict):
 class QueueIn(_Strict):
     name: StrictStr = Field(min_length=1)
     parent: StrictStr = ""
-    weight: StrictInt = 1
+    weight: Int32 = 1
     priority: Int32 = 0
     deserved: ResourceList = Field(default_factory=dict)
     capability: ResourceList = Field(default_factory=dict)
@@ -185,7 +209,7 @@ class QueueIn(_Strict):
 
 class NamespaceIn(_Strict):
     name: StrictStr = Field(min_length=1)
-    labels: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    labels: StringMap = Field(default_factory=dict)
 
 
 class PriorityClassIn(_Strict):
@@ -198,7 +222,7 @@ class PriorityClassIn(_Strict):
 
 class NetworkTopologyIn(_Strict):
     mode: StrictStr = "hard"
-    highestTierAllowed: StrictInt | None = None
+    highestTierAllowed: Int64 | None = None
     highestTierName: StrictStr | None = None
 
 
@@ -207,7 +231,7 @@ class TolerationIn(_Strict):
     operator: StrictStr = "Equal"
     value: StrictStr = ""
     effect: StrictStr = ""
-    tolerationSeconds: StrictInt | None = None
+    tolerationSeconds: Int64 | None = None
 
 
 class TaskIn(_Strict):
@@ -218,11 +242,11 @@ class TaskIn(_Strict):
     priority: Int32 | None = None
     priorityClassName: StrictStr = ""
     preemptionPolicy: StrictStr = "PreemptLowerPriority"
-    minAvailable: StrictInt | None = None
-    labels: dict[StrictStr, StrictStr] = Field(default_factory=dict)
-    annotations: dict[StrictStr, StrictStr] = Field(default_factory=dict)
-    nodeSelector: dict[StrictStr, StrictStr] = Field(default_factory=dict)
-    affinity: dict[StrictStr, Any] | None = None
+    minAvailable: Int32 | None = None
+    labels: StringMap = Field(default_factory=dict)
+    annotations: StringMap = Field(default_factory=dict)
+    nodeSelector: StringMap = Field(default_factory=dict)
+    affinity: Annotated[dict[StrictStr, Any], BeforeValidator(_string_keys)] | None = None
     tolerations: list[TolerationIn] = Field(default_factory=list)
     topologySpreadConstraints: list[Any] = Field(default_factory=list)
     podNames: list[StrictStr] = Field(default_factory=list)
@@ -230,12 +254,12 @@ class TaskIn(_Strict):
 
 class DeviceShareIn(_Strict):
     id: StrictStr = Field(min_length=1)
-    memory: StrictInt = 0
-    cores: StrictInt = 0
+    memory: Int64 = 0
+    cores: Int64 = 0
 
 
 class RunningIn(_Strict):
-    index: StrictInt = Field(ge=0)
+    index: Int32 = Field(ge=0)
     node: StrictStr = Field(min_length=1)
     task: StrictStr | None = None
     gpus: Any = None
@@ -248,12 +272,14 @@ class JobIn(_Strict):
     queue: StrictStr = DEFAULT_QUEUE
     priorityClassName: StrictStr = ""
     priority: Int32 | None = None
-    minAvailable: StrictInt | None = None
-    minTaskMember: dict[StrictStr, StrictInt] = Field(default_factory=dict)
+    minAvailable: Int32 | None = None
+    minTaskMember: Annotated[dict[StrictStr, Int32], BeforeValidator(_string_keys)] = Field(
+        default_factory=dict
+    )
     minResources: ResourceList | None = None
     networkTopology: NetworkTopologyIn | None = None
-    labels: dict[StrictStr, StrictStr] = Field(default_factory=dict)
-    annotations: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    labels: StringMap = Field(default_factory=dict)
+    annotations: StringMap = Field(default_factory=dict)
     duration: StrictStr | None = None
     phase: StrictStr | None = None
     creationTimestamp: Any = None

@@ -10,15 +10,24 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import Diagnostics
-from ..quantity import QuantityError
+from ..errors import Diagnostics, shown_value
+from ..quantity import QuantityError, whole_amount_problem
 from ..resources import Resources, parse_amount
 
 
 def read_resources(
-    raw: Mapping[str, Any] | None, obj: str, field: str, diag: Diagnostics
+    raw: Mapping[str, Any] | None,
+    obj: str,
+    field: str,
+    diag: Diagnostics,
+    *,
+    whole: bool = False,
 ) -> Resources:
-    """A resource list in vcopt units; a bad or negative quantity is reported and left out."""
+    """A resource list in vcopt units; a bad or negative quantity is reported and left out.
+
+    ``whole`` applies the API server's rule for what a node has and a container asks for:
+    extended resources and ``pods`` in whole units (a Queue's or PodGroup's quota has no such
+    rule)."""
     out: dict[str, int] = {}
     for name, value in (raw or {}).items():
         try:
@@ -27,7 +36,10 @@ def read_resources(
             diag.error(obj, f"{field}.{name}", str(err))
             continue
         if amount < 0:
-            diag.error(obj, f"{field}.{name}", f"must not be negative, got {value!r}")
+            diag.error(obj, f"{field}.{name}", f"must not be negative, got {shown_value(value)}")
+            continue
+        if whole and (problem := whole_amount_problem(name, value)):
+            diag.error(obj, f"{field}.{name}", problem)
             continue
         out[name] = amount
     return Resources(out)

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from models.errors import InputError, Problem
+from models.errors import InputError, Problem, shown_value
+from models.golang import parse_int64
 from models.gpu import hami_allocation_annotation
 from models.instance import Instance
 from models.vocabulary import HAMI_ALLOCATED, HAMI_NODE, HAMI_TO_ALLOCATE
@@ -126,7 +127,10 @@ def _devices(text: str) -> list[dict[str, Any]]:
         if not entry:
             continue
         fields = [f.strip() for f in entry.split(",")]
-        if len(fields) != 4 or not (fields[2].isdigit() and fields[3].isdigit()):
-            raise ValueError(f"device {entry!r}: expected UUID,NVIDIA,<memory MiB>,<cores>")
-        devices.append({"id": fields[0], "memory": int(fields[2]), "cores": int(fields[3])})
+        amounts = [parse_int64(f) for f in fields[2:]] if len(fields) == 4 else []
+        if len(amounts) != 2 or any(a is None or a < 0 for a in amounts):
+            raise ValueError(
+                f"device {shown_value(entry)}: expected UUID,NVIDIA,<memory MiB>,<cores>"
+            )
+        devices.append({"id": fields[0], "memory": amounts[0], "cores": amounts[1]})
     return devices

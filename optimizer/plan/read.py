@@ -8,18 +8,20 @@ gets each job's status from where its pods are.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from models.errors import InputError, Problem
+from models.errors import InputError, Problem, obj_name, shown_value
 from models.instance import Instance
+from models.vocabulary import DEFAULT_NAMESPACE, HAMI_ALLOCATED
 from models.workload import DeviceShare
 from models.yamlio import load_documents, read_text
 
 from .. import __version__
 from ..result import Status
-from .bindings import is_bindings, plan_dict_from_bindings
+from .bindings import EVICTION_REASON, is_bindings, plan_dict_from_bindings
 from .records import (
     ADMITTED,
     JOB_STATUSES,
@@ -42,10 +44,164 @@ def read_plan(path: str | Path, instance: Instance) -> Plan:
     file = str(path)
     docs = load_documents(read_text(path), file)
     if docs and all(isinstance(d, Mapping) and is_bindings(d) for d in docs):
-        return plan_from_dict(plan_dict_from_bindings(docs, instance, file), instance, file)
+        return _plan_from_bindings(docs, instance, file)
     if len(docs) != 1 or not isinstance(docs[0], Mapping):
         raise InputError([Problem("expected one mapping with kind: Plan", file=file)])
     return plan_from_dict(docs[0], instance, file)
+
+
+def _plan_from_bindings(docs: Sequence[object], instance: Instance, file: str) -> Plan:
+    """The plan a file of Binding and Eviction objects stands for. The objects are checked
+    as the API server would take them first; the plan's own problems are then named on the
+    object and field of the file (``Binding "ns/x": target.name``), not on the plan entry
+    it became (``placements[3].node``)."""
+    bindings, evictions = _binding_objects(docs, instance, file)
+    doc = plan_dict_from_bindings(docs, instance, file)
+    try:
+        return plan_from_dict(doc, instance, file)
+    except InputError as err:
+        raise InputError(
+            [_as_written(p, {"placements": bindings, "evictions": evictions}) for p in err.problems]
+        ) from None
+
+
+_WRITTEN = {
+    "pod": "metadata.name",
+    "node": "target.name",
+    "gpus": f"metadata.annotations.{HAMI_ALLOCATED}",
+    "reason": f"metadata.annotations.{EVICTION_REASON}",
+}
+"""Where a Binding or Eviction writes each field of the plan entry it becomes."""
+_ENTRY = re.compile(r"(placements|evictions)\[(\d+)\]\.(\w+)(.*)\Z")
+
+
+def _as_written(problem: Problem, objects: Mapping[str, Sequence[str]]) -> Problem:
+    """``problem`` of plan entry ``placements[i]`` (``evictions[i]``), on the i-th Binding
+    (Eviction) of the file and its field; the entry's inner path stays as a hint."""
+    entry = _ENTRY.match(problem.field)
+    if entry is None:
+        return problem
+    section, index, key, rest = entry.groups()
+    written = objects[section][int(index)]
+    field = _WRITTEN.get(key, "")
+    message = problem.message
+    if rest:
+        message += f" (vcopt reads it as {section}[{index}].{key}{rest})"
+    return Problem(message, written, field, problem.file)
+
+
+def _binding_objects(
+    docs: Sequence[object], instance: Instance, file: str
+) -> tuple[list[str], list[str]]:
+    """How problems name the Binding and the Eviction objects of the file, each in order;
+    raises for what the API server refuses: an item that is no object, a Binding without a
+    node to bind to (``target.kind`` is Node or empty, ``target.name`` set), an object
+    without a name, and an Eviction of a pod that is not running, which nothing can evict."""
+    problems: list[Problem] = []
+    bindings: list[str] = []
+    evictions: list[str] = []
+    for where, item in _listed(docs, file, problems):
+        kind = item.get("kind")
+        if kind not in ("Binding", "Eviction"):
+            problems.append(
+                Problem(
+                    f"expected Binding or Eviction, got {shown_value(kind)}", where, "kind", file
+                )
+            )
+            continue
+        metadata = item.get("metadata")
+        metadata = metadata if isinstance(metadata, Mapping) else {}
+        name, namespace = metadata.get("name"), metadata.get("namespace") or DEFAULT_NAMESPACE
+        if not isinstance(name, str) or not name or not isinstance(namespace, str):
+            problems.append(
+                Problem("required: the pod's name (and namespace)", where, "metadata.name", file)
+            )
+            continue
+        obj = obj_name(str(kind), name, namespace)
+        if kind == "Binding":
+            bindings.append(obj)
+            problems += _target_problems(item.get("target"), obj, file)
+        else:
+            evictions.append(obj)
+            pod = instance.pod_by_key.get(f"{namespace}/{name}")
+            if pod is None:
+                why = instance.why_not_plannable(f"{namespace}/{name}")
+                problems.append(Problem(why, obj, "metadata.name", file))
+            elif not pod.running:
+                problems.append(
+                    Problem(
+                        "the pod is not running: only a pod bound to a node can be evicted",
+                        obj,
+                        "metadata.name",
+                        file,
+                    )
+                )
+    if problems:
+        raise InputError(problems)
+    return bindings, evictions
+
+
+def _listed(
+    docs: Sequence[object], file: str, problems: list[Problem]
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """The objects of the documents, a ``List``'s items in place of the List, with where
+    each is; an item that is no mapping is reported."""
+    out: list[tuple[str, Mapping[str, Any]]] = []
+    for n, doc in enumerate(docs, 1):
+        if not isinstance(doc, Mapping) or doc.get("kind") != "List":
+            out.append((f"document {n}", doc))  # type: ignore[arg-type]
+            continue
+        items = doc.get("items")
+        if not isinstance(items, list):
+            problems.append(
+                Problem(
+                    f"expected a list of objects, got {shown_value(items)}",
+                    f"document {n}",
+                    "items",
+                    file,
+                )
+            )
+            continue
+        for i, item in enumerate(items):
+            where = f"document {n} items[{i}]"
+            if isinstance(item, Mapping):
+                out.append((where, item))
+            else:
+                problems.append(
+                    Problem(
+                        f"expected a Binding or Eviction object, got {shown_value(item)}",
+                        where,
+                        "",
+                        file,
+                    )
+                )
+    return out
+
+
+def _target_problems(target: object, obj: str, file: str) -> list[Problem]:
+    """``ValidatePodBinding``: a Binding targets a Node (``target.kind`` Node or empty) by
+    its name."""
+    if not isinstance(target, Mapping):
+        return [
+            Problem(
+                "required: the node to bind the pod to ({kind: Node, name: …})", obj, "target", file
+            )
+        ]
+    problems = []
+    kind = target.get("kind")
+    if kind not in (None, "", "Node"):
+        problems.append(
+            Problem(
+                f"must be Node (a pod is bound to a node), got {shown_value(kind)}",
+                obj,
+                "target.kind",
+                file,
+            )
+        )
+    name = target.get("name")
+    if not isinstance(name, str) or not name:
+        problems.append(Problem("required: the node's name", obj, "target.name", file))
+    return problems
 
 
 def plan_from_dict(doc: Mapping[str, Any], instance: Instance, file: str = "<plan>") -> Plan:
@@ -56,7 +212,7 @@ def plan_from_dict(doc: Mapping[str, Any], instance: Instance, file: str = "<pla
         problems.append(Problem(message, obj, fld, file))
 
     if doc.get("kind", "Plan") != "Plan":
-        bad("", "kind", f"expected Plan, got {doc.get('kind')!r}")
+        bad("", "kind", f"expected Plan, got {shown_value(doc.get('kind'))}")
     allowed = {
         "apiVersion",
         "kind",
@@ -81,13 +237,13 @@ def plan_from_dict(doc: Mapping[str, Any], instance: Instance, file: str = "<pla
     placements = tuple(_read_placements(doc.get("placements"), instance, bad))
     evictions = tuple(
         Eviction(str(e["pod"]), str(e["node"]), str(e.get("reason", "")))
-        for e in _read_entries(
+        for _, e in _read_entries(
             doc.get("evictions"), "evictions", ("pod", "node"), ("reason",), instance, bad
         )
     )
     pipelined = tuple(
         Pipelined(str(e["pod"]), str(e["node"]))
-        for e in _read_entries(
+        for _, e in _read_entries(
             doc.get("pipelined"), "pipelined", ("pod", "node"), (), instance, bad
         )
     )
@@ -134,7 +290,7 @@ def _read_metadata(raw: object, instance: Instance, bad: Report) -> Mapping[str,
         bad(
             "",
             "metadata.instance",
-            f"the plan is for instance {name!r}, not for {instance.name!r}",
+            f"the plan is for instance {shown_value(name)}, not for {shown_value(instance.name)}",
         )
     return raw
 
@@ -166,16 +322,17 @@ def _read_entries(
     optional: Sequence[str],
     instance: Instance,
     bad: Report,
-) -> list[Mapping[str, Any]]:
+) -> list[tuple[int, Mapping[str, Any]]]:
     """The entries of a list section that have the right keys and name a pod and a node of
-    the instance; the others are reported."""
+    the instance, with their positions in the list (which problems name); the others are
+    reported."""
     if raw is None:
         return []
     if not isinstance(raw, list):
         bad("", section, "expected a list")
         return []
     return [
-        entry
+        (i, entry)
         for i, entry in enumerate(raw)
         if _entry_ok(entry, f"{section}[{i}]", required, optional, instance, bad)
     ]
@@ -202,10 +359,11 @@ def _entry_ok(
         return False
     known = True
     if "pod" in entry and entry["pod"] not in instance.pod_by_key:
-        bad(f'Pod "{entry["pod"]}"', f"{where}.pod", instance.why_not_plannable(entry["pod"]))
+        bad(_pod_obj(entry["pod"]), f"{where}.pod", instance.why_not_plannable(entry["pod"]))
         known = False
     if "node" in entry and entry["node"] not in instance.node_by_name:
-        bad(f'Pod "{entry.get("pod", "")}"', f"{where}.node", f"no such node {entry['node']!r}")
+        node = shown_value(entry["node"])
+        bad(_pod_obj(entry.get("pod", "")), f"{where}.node", f"no such node {node}")
         known = False
     return known
 
@@ -214,9 +372,9 @@ def _read_placements(raw: object, instance: Instance, bad: Report) -> list[Place
     out = []
     seen: set[str] = set()
     entries = _read_entries(raw, "placements", ("pod", "node"), (), instance, bad)
-    for i, entry in enumerate(entries):
+    for i, entry in entries:
         pod, node_name = entry["pod"], entry["node"]
-        obj = f'Pod "{pod}"'
+        obj = _pod_obj(pod)
         if pod in seen:
             bad(obj, f"placements[{i}].pod", "placed twice")
         seen.add(pod)
@@ -235,15 +393,20 @@ def _read_placements(raw: object, instance: Instance, bad: Report) -> list[Place
                 bad(obj, where, "expected {id, memory, cores}")
                 continue
             if node.device(dev["id"]) is None:
-                bad(obj, f"{where}.id", f"node {node_name} has no GPU {dev['id']!r}")
+                bad(obj, f"{where}.id", f"node {node_name} has no GPU {shown_value(dev['id'])}")
                 continue
             memory, cores = dev.get("memory", 0), dev.get("cores", 0)
-            if not isinstance(memory, int) or not isinstance(cores, int) or memory < 0 or cores < 0:
+            if not all(_is(v, "integer") and v >= 0 for v in (memory, cores)):
                 bad(obj, where, "memory and cores must be non-negative integers")
                 continue
             gpus.append(DeviceShare(dev["id"], memory, cores))
         out.append(Placement(pod, node_name, tuple(gpus)))
     return out
+
+
+def _pod_obj(key: str) -> str:
+    """How a problem names a plan entry's pod (``Pod "ns/x"``), escaped and cut short."""
+    return obj_name("Pod", key)
 
 
 def _read_jobs(raw: object, instance: Instance, bad: Report) -> list[JobDecision]:
@@ -258,12 +421,12 @@ def _read_jobs(raw: object, instance: Instance, bad: Report) -> list[JobDecision
             bad("", f"jobs[{i}]", "expected {job, status}")
             continue
         if entry["job"] not in instance.job_by_key:
-            bad(f'Job "{entry["job"]}"', f"jobs[{i}].job", "no such job in the instance")
+            bad(obj_name("Job", entry["job"]), f"jobs[{i}].job", "no such job in the instance")
             continue
         status = entry.get("status")
         if status not in JOB_STATUSES:
             bad(
-                f'Job "{entry["job"]}"',
+                obj_name("Job", entry["job"]),
                 f"jobs[{i}].status",
                 f"must be one of {', '.join(JOB_STATUSES)}",
             )

@@ -6,6 +6,12 @@ the same loader, so that the two forms cannot disagree on defaults or validation
 only knows how Kubernetes, Volcano and HAMi spell things in live objects: which fields are
 bookkeeping, how operators name and label pods, where a bound pod's GPU devices are written.
 
+What the API server and Volcano's webhooks check on an object as written (names, labels,
+annotations, each container's requests against its limits, a vcjob's schema and webhook) is
+checked here, before the translation can sum or drop it; the loader's later problems are
+named back on the objects and fields of the dump through the translation's provenance
+(``provenance.py``).
+
 Conventions for what kubectl objects cannot say by themselves:
 
 - ``now``, ``timezone`` and ``schedulerNames`` (Volcano's ``--scheduler-name`` flags,
@@ -28,6 +34,7 @@ Conventions for what kubectl objects cannot say by themselves:
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,10 +42,11 @@ from ...errors import Diagnostics, Problem
 from ...vocabulary import API_VERSION, DEFAULT_NAMESPACE
 from .cluster import ClusterReader
 from .objects import KubeObject, ObjectReader
+from .provenance import Provenance
 from .vcjob import is_vcjob
 from .workload import WorkloadReader
 
-__all__ = ["compact_from_objects"]
+__all__ = ["Translation", "compact_from_objects", "translate"]
 
 POD_CONTROLLERS = frozenset(
     {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job", "CronJob", "SparkApplication"}
@@ -46,17 +54,35 @@ POD_CONTROLLERS = frozenset(
 """Kinds whose meaning for the scheduler is only the pods they create."""
 
 
+@dataclass(frozen=True)
+class Translation:
+    """A dump in the compact form: the document, the problems found in the objects as
+    written, and where each compact path came from (for the loader's later problems)."""
+
+    compact: dict[str, Any]
+    errors: list[Problem]
+    warnings: list[Problem]
+    provenance: Provenance
+
+
+def translate(docs: Sequence[object], file: str) -> Translation:
+    """The compact instance for a dump of Kubernetes objects, named after the file's stem.
+
+    Problems name objects the way kubectl does (``Pod "default/x"``) and fields by their path
+    in that object.
+    """
+    diag = Diagnostics()
+    origins = Provenance()
+    compact = _translate(docs, Path(file).stem, diag, origins)
+    return Translation(compact, diag.errors, diag.warnings, origins)
+
+
 def compact_from_objects(
     docs: Sequence[object], file: str
 ) -> tuple[dict[str, Any], list[Problem], list[Problem]]:
-    """The compact instance for a dump of Kubernetes objects, with its errors and warnings.
-
-    The instance is named after the file's stem. Problems name objects the way kubectl does
-    (``Pod "default/x"``) and fields by their path in that object.
-    """
-    diag = Diagnostics()
-    compact = _translate(docs, Path(file).stem, diag)
-    return compact, diag.errors, diag.warnings
+    """:func:`translate` without the provenance: the compact document, errors and warnings."""
+    translation = translate(docs, file)
+    return translation.compact, translation.errors, translation.warnings
 
 
 def _pods_of_controllers(
@@ -89,10 +115,12 @@ def _pods_of_controllers(
             )
 
 
-def _translate(docs: Sequence[object], name: str, diag: Diagnostics) -> dict[str, Any]:
+def _translate(
+    docs: Sequence[object], name: str, diag: Diagnostics, origins: Provenance
+) -> dict[str, Any]:
     """One pass over the stream collects every object; jobs are assembled afterwards."""
-    cluster = ClusterReader(diag)
-    workload = WorkloadReader(diag, cluster.priority_classes)
+    cluster = ClusterReader(diag, origins)
+    workload = WorkloadReader(diag, cluster.priority_classes, origins)
     handlers = {
         "Node": cluster.node,
         "HyperNode": cluster.hypernode,
@@ -103,19 +131,20 @@ def _translate(docs: Sequence[object], name: str, diag: Diagnostics) -> dict[str
     }
     controllers: list[KubeObject] = []
     for position, o in enumerate(ObjectReader(diag).objects(docs)):
-        if o.kind in (*handlers, "PodGroup", "Pod") and not o.name:
+        read = o.kind in (*handlers, "PodGroup", "Pod") or is_vcjob(o)
+        if read and not o.name:
             diag.error(o.obj, "metadata.name", "required field is missing")
-        elif o.kind in handlers:
+            continue
+        if read:
+            cluster.check_metadata(o)
+        if o.kind in handlers:
             handlers[o.kind](o)
         elif o.kind == "PodGroup":
             workload.add_podgroup(o, position)
         elif o.kind == "Pod":
             workload.add_pod(o, position)
         elif is_vcjob(o):
-            if not o.name:
-                diag.error(o.obj, "metadata.name", "required field is missing")
-            else:
-                workload.add_vcjob(o, position)
+            workload.add_vcjob(o, position)
         elif o.kind in POD_CONTROLLERS:
             controllers.append(o)
         else:

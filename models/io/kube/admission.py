@@ -15,7 +15,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...errors import Diagnostics
+from ...errors import Diagnostics, shown, shown_value
+from ...names import label_problem
 from ...quantity import QuantityError, parse_quantity
 from ...queues import DEFAULT_QUEUE, ROOT
 
@@ -90,7 +91,7 @@ def refusals(name: str, spec: Mapping[str, Any], obj: str, diag: Diagnostics) ->
         diag.error(
             obj,
             "metadata.name",
-            f"create job with name {name} validate failed: must be a qualified name of at "
+            f"create job with name {shown(name)} validate failed: must be a qualified name of at "
             f"most 63 characters ({REFUSED})",
         )
     if replicas < _int(spec.get("minAvailable")):
@@ -105,7 +106,9 @@ def refusals(name: str, spec: Mapping[str, Any], obj: str, diag: Diagnostics) ->
     for plugin in _mapping(spec.get("plugins")):
         if plugin not in JOB_PLUGINS:
             diag.error(
-                obj, f"spec.plugins.{plugin}", f"unable to find job plugin: {plugin} ({REFUSED})"
+                obj,
+                f"spec.plugins.{shown(str(plugin))}",
+                f"unable to find job plugin: {shown(str(plugin))} ({REFUSED})",
             )
     _volumes(spec.get("volumes"), obj, diag)
     _schema(spec, obj, diag)
@@ -129,7 +132,7 @@ def queue_refusals(
             diag.error(
                 obj,
                 field,
-                f'unable to find job queue: queue.scheduling.volcano.sh "{queue}" not found '
+                f'unable to find job queue: queue.scheduling.volcano.sh "{shown(queue)}" not found '
                 f"({REFUSED}; add the Queue to the input)",
             )
         return
@@ -138,15 +141,19 @@ def queue_refusals(
         diag.error(
             obj,
             field,
-            f"can only submit job to queue with state `Open`, queue `{queue}` status is "
+            f"can only submit job to queue with state `Open`, queue `{shown(queue)}` status is "
             f"`{state}` ({REFUSED})",
         )
-    children = [q.get("name") for q in queues if q.get("parent") == queue]
+    # A queue that names itself as parent is no child of its own: the queue webhook refuses
+    # it, and that refusal is the one to read (``models.queues``).
+    children = [
+        q.get("name") for q in queues if q.get("parent") == queue and q.get("name") != queue
+    ]
     if children:
         diag.error(
             obj,
             field,
-            f"can only submit job to leaf queue, queue `{queue}` has {len(children)} child "
+            f"can only submit job to leaf queue, queue `{shown(queue)}` has {len(children)} child "
             f"queues ({REFUSED})",
         )
 
@@ -167,12 +174,12 @@ def _tasks(job: str, tasks: Sequence[Mapping[str, Any]], obj: str, diag: Diagnos
             diag.error(
                 obj,
                 f"{field}.minAvailable",
-                f"'minAvailable' is greater than 'replicas' in task: {name}, job: {job} "
-                f"({REFUSED})",
+                f"'minAvailable' is greater than 'replicas' in task: {shown(name)}, "
+                f"job: {shown(job)} ({REFUSED})",
             )
         replicas += count
         if name in seen:
-            diag.error(obj, f"{field}.name", f"duplicated task name {name} ({REFUSED})")
+            diag.error(obj, f"{field}.name", f"duplicated task name {shown(name)} ({REFUSED})")
             break
         seen.add(name)
         _policies(task.get("policies"), obj, f"{field}.policies", diag)
@@ -181,8 +188,8 @@ def _tasks(job: str, tasks: Sequence[Mapping[str, Any]], obj: str, diag: Diagnos
             diag.error(
                 obj,
                 f"{field}.name",
-                f"create pod with name {pod} validate failed: a pod name must be a qualified "
-                f"name of at most 63 characters ({REFUSED})",
+                f"create pod with name {shown(pod)} validate failed: a pod name must be a "
+                f"qualified name of at most 63 characters ({REFUSED})",
             )
         _template(task.get("template"), obj, i, diag)
         _integer_cpus(task, obj, i, diag)
@@ -192,7 +199,7 @@ def _tasks(job: str, tasks: Sequence[Mapping[str, Any]], obj: str, diag: Diagnos
 
 def _template(template: object, obj: str, i: int, diag: Diagnostics) -> None:
     """The part of Kubernetes' ``ValidatePodTemplate`` that manifests get wrong: at least one
-    container, each with a unique name and an image."""
+    container, each with a unique DNS-1123 label as its name and an image."""
     spec = _mapping(_mapping(template).get("spec"))
     field = f"spec.tasks[{i}].template.spec"
     containers = _items(spec.get("containers"))
@@ -207,8 +214,11 @@ def _template(template: object, obj: str, i: int, diag: Diagnostics) -> None:
             cname = container.get("name")
             if not cname:
                 diag.error(obj, f"{where}.name", f"Required value ({REFUSED})")
+            elif not isinstance(cname, str) or label_problem(cname):
+                problem = label_problem(cname) if isinstance(cname, str) else "not a string"
+                diag.error(obj, f"{where}.name", f"{shown_value(cname)}: {problem} ({REFUSED})")
             elif cname in names:
-                diag.error(obj, f"{where}.name", f'Duplicate value: "{cname}" ({REFUSED})')
+                diag.error(obj, f"{where}.name", f'Duplicate value: "{shown(cname)}" ({REFUSED})')
             names.add(str(cname))
             if not container.get("image"):
                 diag.error(obj, f"{where}.image", f"Required value ({REFUSED})")
@@ -263,7 +273,11 @@ def _partition(job: str, task: Mapping[str, Any], obj: str, field: str, diag: Di
     )
     for failed, key, text in checks:
         if failed:
-            diag.error(obj, f"{where}.{key}", f"{text} in task: {name}, job: {job} ({REFUSED})")
+            diag.error(
+                obj,
+                f"{where}.{key}",
+                f"{text} in task: {shown(name)}, job: {shown(job)} ({REFUSED})",
+            )
             break
     _topology(policy.get("networkTopology"), obj, f"{where}.networkTopology", diag)
 
@@ -317,12 +331,12 @@ def _policy(policy: Mapping[str, Any], events_seen: list[str], codes_seen: set[i
         return None
     for event in dict.fromkeys(events):
         if event not in EXTERNAL_EVENTS:
-            return f'Invalid value: "{event}": invalid policy event'
+            return f'Invalid value: "{shown(event)}": invalid policy event'
         action = policy.get("action") or ""
         if action not in EXTERNAL_ACTIONS:
-            return f'Invalid value: "{action}": invalid policy action'
+            return f'Invalid value: "{shown(action)}": invalid policy action'
         if event in events_seen:
-            return f"duplicate event {event}  across different policy"
+            return f"duplicate event {shown(event)}  across different policy"
         events_seen.append(event)
     return None
 
@@ -351,7 +365,7 @@ def _volumes(raw: object, obj: str, diag: Diagnostics) -> None:
         if not path:
             problem = "mountPath", "mountPath is required"
         elif path in paths:
-            problem = "mountPath", f"duplicated mountPath: {path}"
+            problem = "mountPath", f"duplicated mountPath: {shown(path)}"
         elif not claim_name and claim is None:
             problem = "", "either VolumeClaim or VolumeClaimName must be specified"
         elif claim_name and claim is not None:
@@ -425,8 +439,23 @@ _TASK_TYPES = {
 _TYPE_NAMES = {int: "an integer", str: "a string", list: "a list", Mapping: "a mapping"}
 
 
+_POD_TYPES = {
+    "schedulerName": str,
+    "nodeName": str,
+    "priorityClassName": str,
+    "priority": int,
+    "preemptionPolicy": str,
+}
+"""Pod spec fields of a task template that vcopt reads: the API server decodes them into
+a string or an int32 before anything else looks at the template."""
+_PARTITION_TYPES = {"totalPartitions": int, "partitionSize": int, "minPartitions": int}
+_INT32 = (-(2**31), 2**31 - 1)
+"""Every integer of a vcjob and of a pod spec is an int32 in the Go types."""
+
+
 def _types(raw: Mapping[str, Any], types: Mapping[str, type], at: str) -> list[tuple[str, str]]:
-    """(field, expected type) of each field of ``raw`` whose JSON type the schema refuses."""
+    """(field, expected type) of each field of ``raw`` whose JSON type the schema refuses;
+    an integer out of the int32 range does not decode either."""
     wrong = []
     for key, kind in types.items():
         value = raw.get(key)
@@ -434,6 +463,8 @@ def _types(raw: Mapping[str, Any], types: Mapping[str, type], at: str) -> list[t
             continue
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             wrong.append((f"{at}.{key}", _TYPE_NAMES[kind]))
+        elif kind is int and not _INT32[0] <= value <= _INT32[1]:
+            wrong.append((f"{at}.{key}", f"an int32 (at most {_INT32[1]:,})"))
     return wrong
 
 
@@ -454,13 +485,20 @@ def shape_refusals(spec: object, obj: str, diag: Diagnostics) -> bool:
         depends = task.get("dependsOn")
         if isinstance(depends, Mapping) and not isinstance(depends.get("name", []), list):
             problems.append((f"{at}.dependsOn.name", "a list"))
+        partition = task.get("partitionPolicy")
+        if isinstance(partition, Mapping):
+            problems += _types(partition, _PARTITION_TYPES, f"{at}.partitionPolicy")
         template = task.get("template")
         pod = template.get("spec") if isinstance(template, Mapping) else None
-        if isinstance(pod, Mapping) and not isinstance(pod.get("priorityClassName", ""), str):
-            problems.append((f"{at}.template.spec.priorityClassName", "a string"))
+        if isinstance(pod, Mapping):
+            problems += _types(pod, _POD_TYPES, f"{at}.template.spec")
     for field, expected in problems:
         diag.error(obj, field, f"expected {expected} (the CRD schema refuses the job)")
     return not problems
+
+
+_LEAST = {"maxRetry": 0, "ttlSecondsAfterFinished": 0, "minSuccess": 1}
+"""The CRD's minimums on job fields the webhook does not look at (§4.4)."""
 
 
 def _schema(spec: Mapping[str, Any], obj: str, diag: Diagnostics) -> None:
@@ -468,16 +506,47 @@ def _schema(spec: Mapping[str, Any], obj: str, diag: Diagnostics) -> None:
     for key in ("queue", "priorityClassName"):
         value = spec.get(key)
         if value and (not isinstance(value, str) or not _DNS_SUBDOMAIN.match(value)):
-            diag.error(obj, f"spec.{key}", f"must be a lowercase RFC 1123 subdomain, got {value!r}")
+            diag.error(
+                obj,
+                f"spec.{key}",
+                f"must be a lowercase RFC 1123 subdomain, got {shown_value(value)}",
+            )
+    for key, least in _LEAST.items():
+        value = spec.get(key)
+        if isinstance(value, int) and value < least:
+            diag.error(
+                obj,
+                f"spec.{key}",
+                f"must be >= {least}, got {value} (the CRD schema refuses the job)",
+            )
+    scheduler = spec.get("schedulerName")
+    if isinstance(scheduler, str) and len(scheduler) > 63:
+        diag.error(
+            obj,
+            "spec.schedulerName",
+            f"must be at most 63 characters, got {len(scheduler)} (the CRD schema refuses the job)",
+        )
+    tier_name = _mapping(spec.get("networkTopology")).get("highestTierName")
+    if isinstance(tier_name, str) and len(tier_name) > 253:
+        diag.error(
+            obj,
+            "spec.networkTopology.highestTierName",
+            f"must be at most 253 characters, got {len(tier_name)} (the CRD schema refuses "
+            "the job)",
+        )
     for i, task in enumerate(spec.get("tasks") or []):
         field = f"spec.tasks[{i}]"
         name = task.get("name")
         if not isinstance(name, str) or not _DNS_LABEL.match(name) or len(name) > 63:
-            diag.error(obj, f"{field}.name", f"must be a lowercase RFC 1123 label, got {name!r}")
-        for key in ("replicas", "minAvailable"):
+            diag.error(
+                obj, f"{field}.name", f"must be a lowercase RFC 1123 label, got {shown_value(name)}"
+            )
+        for key in ("replicas", "minAvailable", "maxRetry"):
             value = task.get(key)
             if value is not None and (not isinstance(value, int) or value < 0):
-                diag.error(obj, f"{field}.{key}", f"must be an integer >= 0, got {value!r}")
+                diag.error(
+                    obj, f"{field}.{key}", f"must be an integer >= 0, got {shown_value(value)}"
+                )
         if task.get("topologyPolicy", "") not in TOPOLOGY_POLICIES:
             diag.error(
                 obj,

@@ -14,23 +14,35 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ...errors import Diagnostics, InputError
+from ...errors import Diagnostics, InputError, obj_name
 from ...vocabulary import VOLCANO_SCHEDULER
 from ...yamlio import load_documents
+from ..compact import REGISTER_ANNOTATIONS
 from .objects import KubeObject, ObjectReader, type_name
+from .provenance import INSTANCE, Origin, Provenance, Rest
 
 SCHEDULER_CONF_KEY = "volcano-scheduler.conf"
 QUEUE_HIERARCHY_ANNOTATIONS = ("volcano.sh/hierarchy", "volcano.sh/hierarchy-weights")
 SNAPSHOT_CONFIGMAP = "vcopt-snapshot"
 SCHEDULER_NAMES_KEY = "schedulerNames"
 """The snapshot ConfigMap key (and compact field) naming the schedulers Volcano answers to."""
+_NAME = ("name", "metadata.name")
+_NODE_FIELDS = (
+    _NAME,
+    ("labels", "metadata.labels"),
+    ("annotations", "metadata.annotations"),
+    ("taints", "spec.taints"),
+    ("allocatable", "status.allocatable"),
+    ("unschedulable", "spec.unschedulable"),
+)
+"""Where a Node's compact fields are written in the Node."""
 
 
 class ClusterReader(ObjectReader):
     """Collects the compact entries of the cluster objects, in stream order."""
 
-    def __init__(self, diag: Diagnostics) -> None:
-        super().__init__(diag)
+    def __init__(self, diag: Diagnostics, origins: Provenance | None = None) -> None:
+        super().__init__(diag, origins)
         self.nodes: list[dict[str, Any]] = []
         self.hypernodes: list[dict[str, Any]] = []
         self.queues: list[dict[str, Any]] = []
@@ -42,6 +54,9 @@ class ClusterReader(ObjectReader):
 
     def namespace(self, o: KubeObject) -> None:
         """A Namespace: its labels are what a pod term's ``namespaceSelector`` reads."""
+        self.origins.add_object(
+            obj_name("Namespace", o.name), o.obj, (_NAME, ("labels", "metadata.labels"))
+        )
         entry: dict[str, Any] = {"name": o.name}
         labels = self._metadata_map(o, "labels")
         if labels:
@@ -51,6 +66,14 @@ class ClusterReader(ObjectReader):
     def node(self, o: KubeObject) -> None:
         spec = self._mapping(o, o.doc, "spec", "spec")
         status = self._mapping(o, o.doc, "status", "status")
+        compact = obj_name("Node", o.name)
+        self.origins.add_object(compact, o.obj, _NODE_FIELDS)
+        register = next(
+            (k for k in REGISTER_ANNOTATIONS if k in self._metadata_map(o, "annotations")), None
+        )
+        if register is not None:
+            where = f"metadata.annotations.{register}"
+            self.origins.add(compact, "gpus", Origin(o.obj, where, Rest.DERIVED))
         node: dict[str, Any] = {"name": o.name}
         for key in ("labels", "annotations"):
             values = self._metadata_map(o, key)
@@ -93,11 +116,17 @@ class ClusterReader(ObjectReader):
 
     def hypernode(self, o: KubeObject) -> None:
         spec = self._mapping(o, o.doc, "spec", "spec")
-        self.hypernodes.append({"name": o.name, **spec})
+        self._spec_origins(obj_name("HyperNode", o.name), o)
+        self.hypernodes.append({**spec, "name": o.name})
 
     def queue(self, o: KubeObject) -> None:
         spec = self._mapping(o, o.doc, "spec", "spec")
-        queue = {"name": o.name, **spec}
+        compact = obj_name("Queue", o.name)
+        guarantee = spec.get("guarantee")
+        if isinstance(guarantee, Mapping) and set(guarantee) == {"resource"}:
+            self.origins.add(compact, "guarantee", Origin(o.obj, "spec.guarantee.resource"))
+        self._spec_origins(compact, o)
+        queue = {**spec, "name": o.name}
         for key in self._metadata_map(o, "annotations"):
             if key in QUEUE_HIERARCHY_ANNOTATIONS:
                 self.diag.warn(
@@ -124,11 +153,21 @@ class ClusterReader(ObjectReader):
                 )
                 state = "Closed"
             queue["state"] = state
+            self.origins.add(compact, "state", Origin(o.obj, "status.state"))
         self.queues.append(queue)
+
+    def _spec_origins(self, compact: str, o: KubeObject) -> None:
+        """A custom resource whose compact entry is its name and its spec's fields: any
+        field but the name is its spec's, written or not (``spec.tier`` is required)."""
+        self.origins.add(compact, "", Origin(o.obj, "spec"))
+        self.origins.add_object(compact, o.obj, (_NAME,))
 
     def priority_class(self, o: KubeObject) -> None:
         keys = ("value", "globalDefault", "description", "preemptionPolicy")
-        self.priority_classes.append({"name": o.name, **{k: o.doc[k] for k in keys if k in o.doc}})
+        self.origins.add_object(
+            obj_name("PriorityClass", o.name), o.obj, (_NAME, *((k, k) for k in keys))
+        )
+        self.priority_classes.append({**{k: o.doc[k] for k in keys if k in o.doc}, "name": o.name})
 
     def configmap(self, o: KubeObject) -> None:
         data = self._mapping(o, o.doc, "data", "data")
@@ -143,8 +182,11 @@ class ClusterReader(ObjectReader):
                     self.diag.error(o.obj, f"data.{key}", "set by two vcopt-snapshot ConfigMaps")
                 elif key in ("now", "timezone"):
                     self.snapshot[key] = value
+                    self.origins.add(INSTANCE, key, Origin(o.obj, f"data.{key}"))
                 elif key == SCHEDULER_NAMES_KEY:
                     self._scheduler_names(o, value)
+                    where = Origin(o.obj, f"data.{key}", Rest.DERIVED)
+                    self.origins.add(INSTANCE, key, where)
                 elif key != SCHEDULER_CONF_KEY:
                     self.diag.warn(
                         o.obj,
@@ -196,6 +238,7 @@ class ClusterReader(ObjectReader):
             self.diag.error(o.obj, field, "expected a mapping with actions and tiers")
         else:
             self.scheduler = confs[0]
+            self.origins.add(INSTANCE, "scheduler", Origin(o.obj, field, Rest.INSIDE))
 
 
 def _condition(conditions: list[Any], kind: str) -> str | None:

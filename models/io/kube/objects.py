@@ -7,14 +7,25 @@ one bad field never hides the problems of the rest.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ...errors import Diagnostics, obj_name
+from ...names import (
+    check_annotations,
+    check_labels,
+    key_type_problem,
+    label_problem,
+    subdomain_problem,
+)
 from ...vocabulary import DEFAULT_NAMESPACE
+from .provenance import Provenance
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+SUBDOMAIN_NAMED = frozenset({"Pod", "PodGroup", "ConfigMap"})
+"""Kinds whose names only the API server's DNS-1123 subdomain rule bounds, and which vcopt
+does not keep as objects of their own (a pod is a task's, a PodGroup a job's)."""
 
 
 @dataclass(frozen=True)
@@ -53,10 +64,12 @@ class PodView:
 
 
 class ObjectReader:
-    """Reads objects of the stream and their fields, reporting problems into ``diag``."""
+    """Reads objects of the stream and their fields, reporting problems into ``diag`` and
+    where each compact path it writes came from into ``origins``."""
 
-    def __init__(self, diag: Diagnostics) -> None:
+    def __init__(self, diag: Diagnostics, origins: Provenance | None = None) -> None:
         self.diag = diag
+        self.origins = Provenance() if origins is None else origins
 
     def objects(self, docs: Sequence[object]) -> Iterator[KubeObject]:
         for n, doc in enumerate(docs, 1):
@@ -130,20 +143,66 @@ class ObjectReader:
         return value
 
     def _strings(
-        self, o: KubeObject, parent: Mapping[str, Any], key: str, field: str
+        self,
+        o: KubeObject,
+        parent: Mapping[str, Any],
+        key: str,
+        field: str,
+        rule: Callable[[Mapping[object, object], str, str, Diagnostics], None] | None = None,
     ) -> dict[str, str]:
-        out = {}
-        for k, v in self._mapping(o, parent, key, field).items():
-            if isinstance(k, str) and isinstance(v, str):
-                out[k] = v
-            else:
-                self.diag.error(o.obj, f"{field}.{k}", f"expected a string, got {v!r}")
-        return out
+        """A map of strings; ``rule`` (labels or annotations, ``models.names``) reports what
+        the API server refuses in it, a value that is no string among them. The entries that
+        are no strings are left out (a key that is none is reported by
+        :meth:`check_metadata`)."""
+        values = self._mapping(o, parent, key, field)
+        if rule is not None:
+            rule(values, o.obj, field, self.diag)
+        return {k: v for k, v in values.items() if isinstance(k, str) and isinstance(v, str)}
+
+    def check_metadata(self, o: KubeObject) -> None:
+        """What the API server checks in every object's metadata, once per object: its name
+        as its kind requires (kinds vcopt keeps are checked again as the objects they
+        become), its namespace, labels and annotations; and that every key of the object is
+        a string, as in the JSON the API server stores."""
+        self._string_keys(o, o.doc, ())
+        if o.kind in SUBDOMAIN_NAMED and o.name and (problem := subdomain_problem(o.name)):
+            self.diag.error(o.obj, "metadata.name", problem)
+        if o.namespace and (problem := label_problem(o.namespace)):
+            self.diag.error(o.obj, "metadata.namespace", problem)
+        self._strings(o, o.metadata, "labels", "metadata.labels", check_labels)
+        self._strings(o, o.metadata, "annotations", "metadata.annotations", check_annotations)
+
+    def _string_keys(self, o: KubeObject, value: object, at: tuple[str | int, ...]) -> None:
+        """Report each map key YAML did not read as a string (``on:`` is True, ``~:`` None)
+        on the map that holds it."""
+        if isinstance(value, Mapping):
+            for key, item in value.items():
+                if isinstance(key, str):
+                    self._string_keys(o, item, (*at, key))
+                else:
+                    self.diag.error(o.obj, path_of(at), key_type_problem(key))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                self._string_keys(o, item, (*at, i))
 
     def _metadata_map(self, o: KubeObject, key: str) -> dict[str, str]:
-        values = self._strings(o, o.metadata, key, f"metadata.{key}")
-        values.pop(LAST_APPLIED, None)
-        return values
+        """Labels or annotations as strings; :meth:`check_metadata` reports their problems."""
+        values = o.metadata.get(key)
+        if not isinstance(values, Mapping):
+            return {}
+        return {
+            k: v
+            for k, v in values.items()
+            if isinstance(k, str) and isinstance(v, str) and k != LAST_APPLIED
+        }
+
+
+def path_of(at: Sequence[str | int]) -> str:
+    """``spec.containers[0].resources`` from its keys and indices."""
+    out = ""
+    for part in at:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else part)
+    return out
 
 
 def type_name(value: object) -> str:

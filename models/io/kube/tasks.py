@@ -14,11 +14,21 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ...errors import shown_value
+from ...golang import parse_int64
 from ...gpu import GPU_RESOURCE_NAMES
-from ...quantity import QuantityError
+from ...names import check_labels
+from ...quantity import (
+    QuantityError,
+    container_resource_problem,
+    extended_resource,
+    requirement_problems,
+    whole_amount_problem,
+)
 from ...resources import format_amount, parse_amount
 from ...vocabulary import HAMI_ALLOCATED, VOLCANO_ALLOCATED
 from .objects import KubeObject, ObjectReader, PodView
+from .provenance import Origin, Rest
 
 _READ_DOMAINS = ("volcano.sh", "nvidia.com", "hami.io")
 """Label and annotation domains vcopt reads: a difference there changes scheduling."""
@@ -33,7 +43,19 @@ _COMPARED_SPEC = (
     "schedulerName",
 )
 _TOLERATION_KEYS = ("key", "operator", "value", "effect", "tolerationSeconds")
-INDEX = re.compile(r"[0-9]+")
+_SPEC_FIELDS = (
+    "nodeSelector",
+    "affinity",
+    "tolerations",
+    "topologySpreadConstraints",
+    "priority",
+    "priorityClassName",
+    "preemptionPolicy",
+)
+"""Task fields of the compact form spelled as in a pod spec."""
+INDEX = re.compile(r"[0-9]{1,9}")
+"""A pod's index in its task, as its name or the ``volcano.sh/task-index`` annotation ends:
+replicas are an int32, so more digits are no index (and are never converted)."""
 _UNSET = (None, "", {}, [])
 """Values a task entry leaves out (a priority of 0 is kept)."""
 
@@ -70,14 +92,15 @@ class TaskReader(ObjectReader):
                 self.diag.error(
                     view.o.obj,
                     field,
-                    f"differs from pod {ref.o.name!r}: the pods of one task must be identical",
+                    f"differs from pod {shown_value(ref.o.name)}: the pods of one task must be "
+                    "identical",
                 )
                 break
 
     def _placement_rules(self, ref: PodView) -> dict[str, Any]:
         """What decides where the task's pods may go, as the pod spells it."""
         o, spec, at = ref.o, ref.spec, ref.path
-        node_selector = self._strings(o, spec, "nodeSelector", f"{at}.nodeSelector")
+        node_selector = self._strings(o, spec, "nodeSelector", f"{at}.nodeSelector", check_labels)
         affinity = dict(self._mapping(o, spec, "affinity", f"{at}.affinity"))
         tolerations = []
         for i, tol in enumerate(self._list(o, spec, "tolerations", f"{at}.tolerations")):
@@ -116,7 +139,8 @@ class TaskReader(ObjectReader):
                 self.diag.error(
                     differing.o.obj,
                     f"{field}.{key}",
-                    f"differs from pod {ref.o.name!r}: the pods of one task must be identical",
+                    f"differs from pod {shown_value(ref.o.name)}: the pods of one task must be "
+                    "identical",
                 )
             else:
                 dropped.append(key)
@@ -124,26 +148,40 @@ class TaskReader(ObjectReader):
             self.diag.warn(
                 ref.o.obj,
                 field,
-                f"differ between the pods of task {task!r} and are dropped: {', '.join(dropped)}",
+                f"differ between the pods of task {shown_value(task)} and are dropped: "
+                f"{', '.join(dropped)}",
             )
         return common
 
     def _pod_resources(self, view: PodView) -> tuple[dict[str, Any], dict[str, str]]:
         """Container requests and limits summed over the app containers (a limit without a
         request sets the request, per container, as Kubernetes does), and the per-resource
-        maximum over the init containers."""
+        maximum over the init containers.
+
+        A limit is summed only where every app container has one, or where requests equal
+        limits (extended resources, huge pages): a cpu limit on one container of two bounds
+        that container, not the pod, so the sums stay a request within its limit."""
         requests: dict[str, int] = {}
         limits: dict[str, int] = {}
+        limited: list[set[str]] = []
         gpu_containers = 0
         for i, container in enumerate(view.containers):
-            wanted, limited = self._container_amounts(
+            wanted, capped = self._container_amounts(
                 view.o, container, f"{view.path}.containers[{i}]"
             )
             for name, amount in wanted.items():
                 requests[name] = requests.get(name, 0) + amount
-            for name, amount in limited.items():
+            for name, amount in capped.items():
                 limits[name] = limits.get(name, 0) + amount
+            limited.append(set(capped))
             gpu_containers += bool(GPU_RESOURCE_NAMES & set(wanted))
+        limits = {
+            name: amount
+            for name, amount in limits.items()
+            if extended_resource(name)
+            or name.startswith("hugepages-")
+            or all(name in names for names in limited)
+        }
         if gpu_containers > 1:
             self.diag.warn(
                 view.o.obj,
@@ -168,29 +206,79 @@ class TaskReader(ObjectReader):
     def _container_amounts(
         self, o: KubeObject, container: Mapping[str, Any], field: str
     ) -> tuple[dict[str, int], dict[str, int]]:
+        """One container's requests (limits standing in for missing requests) and limits,
+        checked as the API server checks them: names a container can ask for, whole
+        extended resources, and each request within its limit."""
         resources = self._mapping(o, container, "resources", f"{field}.resources")
         amounts = []
+        written = []
         for key in ("requests", "limits"):
             path = f"{field}.resources.{key}"
             values: dict[str, int] = {}
-            for name, value in self._mapping(o, resources, key, path).items():
+            raw = self._mapping(o, resources, key, path)
+            for name, value in raw.items():
+                if not isinstance(name, str):
+                    continue
+                problem = container_resource_problem(name)
                 try:
-                    values[str(name)] = parse_amount(str(name), value)
+                    amount = parse_amount(name, value)
                 except QuantityError as err:
-                    self.diag.error(o.obj, f"{path}.{name}", str(err))
+                    problem = problem or str(err)
+                else:
+                    if amount < 0:
+                        problem = problem or f"must not be negative, got {shown_value(value)}"
+                    problem = problem or whole_amount_problem(name, value)
+                if problem:
+                    self.diag.error(o.obj, f"{path}.{name}", problem)
+                else:
+                    values[name] = amount
             amounts.append(values)
+            written.append({k: raw[k] for k in values})
+        for section, name, message in requirement_problems(*written):
+            self.diag.error(o.obj, f"{field}.resources.{section}.{name}", message)
         requests, limits = amounts
         return {**limits, **requests}, limits
 
-    def running(self, task: str, indexed: list[tuple[int, PodView]]) -> list[dict[str, Any]]:
+    def task_origins(self, job: str, at: str, view: PodView) -> None:
+        """Record that the compact task at ``at`` of compact job ``job`` is written in the pod
+        (or task template) of ``view``: its pod-spec fields path by path, its resources in
+        its one container, or summed over its containers."""
+        o, spec = view.o, view.path
+        metadata = spec.removesuffix("spec") + "metadata"
+        self.origins.add(job, at, Origin(o.obj, "", Rest.DERIVED))
+        fields = [(f"{at}.{key}", f"{spec}.{key}") for key in _SPEC_FIELDS]
+        fields += [(f"{at}.{key}", f"{metadata}.{key}") for key in ("labels", "annotations")]
+        for key, items, kind, inside in (
+            ("resources", view.containers, "containers", "resources"),
+            ("initResources", view.init_containers, "initContainers", "resources.requests"),
+        ):
+            if len(items) == 1:
+                fields.append((f"{at}.{key}", f"{spec}.{kind}[0].{inside}"))
+            else:
+                where = Origin(o.obj, f"{spec}.{kind}", Rest.DERIVED)
+                self.origins.add(job, f"{at}.{key}", where)
+        for compact, written in fields:
+            self.origins.add(job, compact, Origin(o.obj, written))
+
+    def running(
+        self, job: str, task: str, indexed: list[tuple[int, PodView]], start: int
+    ) -> list[dict[str, Any]]:
+        """The running entries of the bound pods of ``indexed`` (index, pod), which become
+        ``running[start]``… of compact job ``job``."""
         out = []
         for index, view in sorted(indexed, key=lambda item: item[0]):
             if view.node is None:
                 continue
             entry: dict[str, Any] = {"index": index, "node": view.node, "task": task}
+            at = f"running[{start + len(out)}]"
+            self.origins.add(job, at, Origin(view.o.obj, "", Rest.DERIVED))
+            self.origins.add(job, f"{at}.node", Origin(view.o.obj, "spec.nodeName"))
             gpus = self._allocated_gpus(view)
             if gpus:
                 entry["gpus"] = gpus[0] if len(gpus) == 1 else gpus
+                key = HAMI_ALLOCATED if HAMI_ALLOCATED in view.annotations else VOLCANO_ALLOCATED
+                where = Origin(view.o.obj, f"metadata.annotations.{key}", Rest.DERIVED)
+                self.origins.add(job, f"{at}.gpus", where)
             out.append(entry)
         return out
 
@@ -226,18 +314,31 @@ class TaskReader(ObjectReader):
         return [c for c in containers if c]
 
     def _devices(self, o: KubeObject, field: str, part: str) -> list[dict[str, Any]]:
+        """One container's ``UUID,Type,<memory MiB>,<cores>:`` entries; amounts are what
+        HAMi's ``strconv.Atoi`` reads (non-negative here, at most 2^63-1), and a device is
+        listed once."""
         devices = []
+        seen: set[str] = set()
         for entry in (e.strip() for e in part.split(":")):
             if not entry:
                 continue
-            fields = entry.split(",")
-            if len(fields) != 4 or not all(INDEX.fullmatch(f.strip()) for f in fields[2:]):
+            fields = [f.strip() for f in entry.split(",")]
+            amounts = [parse_int64(f) for f in fields[2:]]
+            if len(fields) != 4 or not fields[0] or any(a is None or a < 0 for a in amounts):
                 self.diag.error(
-                    o.obj, field, f"device {entry!r}: expected UUID,NVIDIA,<memory MiB>,<cores>"
+                    o.obj,
+                    field,
+                    f"device {shown_value(entry)}: expected UUID,NVIDIA,<memory MiB>,<cores> "
+                    "with whole, non-negative amounts (at most 2^63-1)",
                 )
                 continue
-            uuid, _, memory, cores = fields
-            devices.append({"id": uuid.strip(), "memory": int(memory), "cores": int(cores)})
+            if fields[0] in seen:
+                self.diag.error(
+                    o.obj, field, f"device {shown_value(fields[0])} is listed twice for a container"
+                )
+                continue
+            seen.add(fields[0])
+            devices.append({"id": fields[0], "memory": amounts[0], "cores": amounts[1]})
         return devices
 
 

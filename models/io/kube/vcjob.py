@@ -15,11 +15,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...errors import obj_name, shown_value
+from ...names import check_annotations, check_labels
 from ...quantity import QuantityError
 from ...resources import PODS, format_amount, parse_amount
-from ...vocabulary import JOB_NAME, TASK_INDEX, TASK_SPEC, VOLCANO_SCHEDULER
+from ...vocabulary import DEFAULT_NAMESPACE, JOB_NAME, TASK_INDEX, TASK_SPEC, VOLCANO_SCHEDULER
 from . import admission
 from .objects import KubeObject, PodView
+from .provenance import Origin, Rest
 from .tasks import INDEX, TaskReader
 
 VCJOB_API = "batch.volcano.sh/"
@@ -41,6 +44,20 @@ _MODELLED = frozenset(
     }
 )
 """Job spec fields vcopt reads, or that do not bear on placement (lifecycle, side objects)."""
+_VCJOB_FIELDS = (
+    ("name", "metadata.name"),
+    ("namespace", "metadata.namespace"),
+    ("labels", "metadata.labels"),
+    ("annotations", "metadata.annotations"),
+    ("creationTimestamp", "metadata.creationTimestamp"),
+    ("queue", "spec.queue"),
+    ("minAvailable", "spec.minAvailable"),
+    ("priorityClassName", "spec.priorityClassName"),
+    ("networkTopology", "spec.networkTopology"),
+)
+"""Where a vcjob's job fields are written in the vcjob."""
+_TASK_COUNTED = ("name", "replicas", "minAvailable")
+"""Task fields of the compact form written in the vcjob's task itself, not its template."""
 _TASK_MODELLED = frozenset(
     {"name", "replicas", "minAvailable", "template", "policies", "maxRetry", "topologyPolicy"}
 )
@@ -140,9 +157,16 @@ class VcJobReader(TaskReader):
             return None
         self._warn_unmodelled(o, spec)
         tasks = spec["tasks"]
+        compact = obj_name("Job", o.name, o.namespace or DEFAULT_NAMESPACE)
+        self.origins.add_object(compact, o.obj, _VCJOB_FIELDS)
+        for derived in ("minTaskMember", "minResources"):
+            self.origins.add(compact, derived, Origin(o.obj, "spec.tasks", Rest.DERIVED))
+        self.origins.add(compact, "priority", Origin(o.obj, "spec.priorityClassName", Rest.DERIVED))
+        if job.podgroup is not None:
+            self.origins.add(compact, "phase", Origin(job.podgroup.obj, "status.phase"))
         entry: dict[str, Any] = {
             "name": o.name,
-            "namespace": o.namespace or "default",
+            "namespace": o.namespace or DEFAULT_NAMESPACE,
             "queue": spec["queue"],
             "minAvailable": spec["minAvailable"],
             "minTaskMember": {t["name"]: _min_task_member(t) for t in tasks},
@@ -164,10 +188,10 @@ class VcJobReader(TaskReader):
         if o.metadata.get("creationTimestamp") is not None:
             entry["creationTimestamp"] = o.metadata["creationTimestamp"]
         entry["tasks"] = [
-            self._template_task(o, i, t, job_class, classes, default_priority)
+            self._template_task(o, compact, i, t, job_class, classes, default_priority)
             for i, t in enumerate(tasks)
         ]
-        running = self._job_running(job, {t["name"]: t for t in tasks})
+        running = self._job_running(compact, job, {t["name"]: t for t in tasks})
         if running:
             entry["running"] = running
         phase = self._phase(job)
@@ -178,6 +202,7 @@ class VcJobReader(TaskReader):
     def _template_task(
         self,
         o: KubeObject,
+        compact: str,
         i: int,
         task: Mapping[str, Any],
         job_class: str,
@@ -190,8 +215,10 @@ class VcJobReader(TaskReader):
         template = self._mapping(o, task, "template", path)
         pod_spec = self._mapping(o, template, "spec", f"{path}.spec")
         metadata = self._mapping(o, template, "metadata", f"{path}.metadata")
-        annotations = self._strings(o, metadata, "annotations", f"{path}.metadata.annotations")
-        labels = self._strings(o, metadata, "labels", f"{path}.metadata.labels")
+        annotations = self._strings(
+            o, metadata, "annotations", f"{path}.metadata.annotations", check_annotations
+        )
+        labels = self._strings(o, metadata, "labels", f"{path}.metadata.labels", check_labels)
         view = PodView(
             o=o,
             position=0,
@@ -220,6 +247,19 @@ class VcJobReader(TaskReader):
                     f"{path}.spec.{key}",
                     "not modelled by vcopt; the pods are planned as if it were absent",
                 )
+        at = f"tasks[{i}]"
+        self.origins.add_object(
+            compact, o.obj, ((f"{at}.{k}", f"spec.{at}.{k}") for k in _TASK_COUNTED)
+        )
+        self.origins.add(compact, at, Origin(o.obj, f"spec.{at}", Rest.DERIVED))
+        if not pod_spec.get("priorityClassName"):
+            self.origins.add(
+                compact, f"{at}.priorityClassName", Origin(o.obj, "spec.priorityClassName")
+            )
+        self.origins.add(
+            compact, f"{at}.priority", Origin(o.obj, "spec.priorityClassName", Rest.DERIVED)
+        )
+        self.task_origins(compact, at, view)
         replicas = task.get("replicas") or 0
         entry = self.task(task["name"], [view])
         entry["replicas"] = replicas
@@ -245,7 +285,7 @@ class VcJobReader(TaskReader):
         return entry
 
     def _job_running(
-        self, job: VcJobSeen, tasks: Mapping[str, Mapping[str, Any]]
+        self, compact: str, job: VcJobSeen, tasks: Mapping[str, Mapping[str, Any]]
     ) -> list[dict[str, Any]]:
         """The job's bound pods, by the task and index the controller wrote on them."""
         out: list[dict[str, Any]] = []
@@ -257,7 +297,7 @@ class VcJobReader(TaskReader):
                 self.diag.warn(
                     view.o.obj,
                     f"metadata.annotations.{TASK_SPEC}",
-                    f"task {task!r} is not a task of {job.o.obj}; the pod is ignored",
+                    f"task {shown_value(task)} is not a task of {job.o.obj}; the pod is ignored",
                 )
                 continue
             index = int(text)
@@ -271,7 +311,7 @@ class VcJobReader(TaskReader):
                 continue
             by_task.setdefault(task, []).append((index, view))
         for task, indexed in by_task.items():
-            out.extend(self.running(task, indexed))
+            out.extend(self.running(compact, task, indexed, len(out)))
         return out
 
     def _phase(self, job: VcJobSeen) -> str | None:
@@ -314,7 +354,7 @@ class VcJobReader(TaskReader):
             res = container.get("resources") if isinstance(container, Mapping) else None
             req = res.get("requests") if isinstance(res, Mapping) else None
             out = {}
-            for name, value in (req or {}).items():
+            for name, value in (req if isinstance(req, Mapping) else {}).items():
                 if _quota_counted(str(name)):
                     try:
                         out[str(name)] = parse_amount(str(name), value)
@@ -335,8 +375,8 @@ class VcJobReader(TaskReader):
         self.diag.warn(
             o.obj,
             field,
-            f"PriorityClass {name!r} is not in the input; read with the default priority "
-            f"({default}); Kubernetes refuses the pods until the class exists",
+            f"PriorityClass {shown_value(name)} is not in the input; read with the default "
+            f"priority ({default}); Kubernetes refuses the pods until the class exists",
         )
 
     def _warn_unmodelled(self, o: KubeObject, spec: Mapping[str, Any]) -> None:

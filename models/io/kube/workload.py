@@ -22,9 +22,10 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
-from ...errors import Diagnostics
+from ...errors import Diagnostics, obj_name, shown_value
+from ...names import subdomain_problem
 from ...queues import DEFAULT_QUEUE
 from ...vocabulary import (
     GROUP_NAME,
@@ -37,6 +38,7 @@ from ...vocabulary import (
 )
 from .members import LONE_TASK, member_tasks
 from .objects import LAST_APPLIED, KubeObject, PodView, type_name
+from .provenance import Origin, Provenance, Rest
 from .vcjob import VcJobReader, VcJobSeen, owner_job, pod_job
 
 GROUP_NAME_KEYS = (GROUP_NAME, "scheduling.volcano.sh/group-name")
@@ -90,6 +92,30 @@ _NETWORK_TOPOLOGY_KEYS = ("mode", "highestTierAllowed", "highestTierName")
 _PODGROUP_SPEC_KEYS = frozenset(
     {"minMember", "minTaskMember", "minResources", "queue", "priorityClassName", "networkTopology"}
 )
+_PODGROUP_FIELDS = (
+    ("name", "metadata.name"),
+    ("namespace", "metadata.namespace"),
+    ("labels", "metadata.labels"),
+    ("annotations", "metadata.annotations"),
+    ("creationTimestamp", "metadata.creationTimestamp"),
+    ("phase", "status.phase"),
+    ("queue", "spec.queue"),
+    ("minAvailable", "spec.minMember"),
+    ("minTaskMember", "spec.minTaskMember"),
+    ("minResources", "spec.minResources"),
+    ("priorityClassName", "spec.priorityClassName"),
+    ("networkTopology", "spec.networkTopology"),
+)
+"""Where a PodGroup's job fields are written in the PodGroup."""
+_POD_JOB_FIELDS = (
+    ("name", "metadata.name"),
+    ("namespace", "metadata.namespace"),
+    ("creationTimestamp", "metadata.creationTimestamp"),
+    ("priority", "spec.priority"),
+    ("priorityClassName", "spec.priorityClassName"),
+    ("schedulerName", "spec.schedulerName"),
+)
+"""Where the job fields of a pod that is a job of its own are written in the pod."""
 _FINISHED = ("Succeeded", "Failed")
 _FOREIGN_DROPPED = (
     "priority",
@@ -106,8 +132,13 @@ another scheduler's: its node affinity goes too, its pod terms stay."""
 class WorkloadReader(VcJobReader):
     """Collects PodGroups and pods as they come; :meth:`jobs` assembles them at the end."""
 
-    def __init__(self, diag: Diagnostics, priority_classes: list[dict[str, Any]]) -> None:
-        super().__init__(diag)
+    def __init__(
+        self,
+        diag: Diagnostics,
+        priority_classes: list[dict[str, Any]],
+        origins: Provenance | None = None,
+    ) -> None:
+        super().__init__(diag, origins)
         self.priority_classes = priority_classes
         """The PriorityClass entries read so far (the cluster reader's list, shared)."""
         self.podgroups: dict[tuple[str, str], tuple[int, KubeObject]] = {}
@@ -155,11 +186,15 @@ class WorkloadReader(VcJobReader):
         deleted before it was bound) or cannot be read (reported)."""
         spec = self._mapping(o, o.doc, "spec", "spec")
         phase = self._mapping(o, o.doc, "status", "status").get("phase") or "Pending"
+        if not isinstance(phase, str):
+            self.diag.error(o.obj, "status.phase", f"expected a string, got {type_name(phase)}")
+            return None
         if phase in _FINISHED:
             self.finished[phase] += 1
             return None
-        node = spec.get("nodeName")
-        node = node if isinstance(node, str) and node else None
+        node = self._node_name(o, spec)
+        if node is False:
+            return None
         if o.metadata.get("deletionTimestamp") is not None:
             self.terminating["bound" if node else "pending"] += 1
             if node is None:
@@ -170,17 +205,10 @@ class WorkloadReader(VcJobReader):
                 o.obj, "spec.schedulerName", f"expected a string, got {type_name(scheduler)}"
             )
             return None
-        containers = self._list(o, spec, "containers", "spec.containers")
-        init_containers = self._list(o, spec, "initContainers", "spec.initContainers")
-        if not containers:
-            if spec.get("containers") in (None, []):
-                self.diag.error(o.obj, "spec.containers", "a pod needs at least one container")
+        lists = self._containers(o, spec)
+        if lists is None:
             return None
-        for key, items in (("containers", containers), ("initContainers", init_containers)):
-            for i, container in enumerate(items):
-                if not isinstance(container, Mapping):
-                    self.diag.error(o.obj, f"spec.{key}[{i}]", "expected a mapping")
-                    return None
+        containers, init_containers = lists
         annotations = self._metadata_map(o, "annotations")
         labels = self._metadata_map(o, "labels")
         if spec.get("resourceClaims"):
@@ -201,6 +229,37 @@ class WorkloadReader(VcJobReader):
             init_containers=init_containers,
             scheduler=scheduler or None,
         )
+
+    def _containers(
+        self, o: KubeObject, spec: Mapping[str, Any]
+    ) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]] | None:
+        """The app and init containers, or None when the pod has none or one is no mapping
+        (reported)."""
+        containers = self._list(o, spec, "containers", "spec.containers")
+        init_containers = self._list(o, spec, "initContainers", "spec.initContainers")
+        if not containers:
+            if spec.get("containers") in (None, []):
+                self.diag.error(o.obj, "spec.containers", "a pod needs at least one container")
+            return None
+        for key, items in (("containers", containers), ("initContainers", init_containers)):
+            for i, container in enumerate(items):
+                if not isinstance(container, Mapping):
+                    self.diag.error(o.obj, f"spec.{key}[{i}]", "expected a mapping")
+                    return None
+        return containers, init_containers
+
+    def _node_name(self, o: KubeObject, spec: Mapping[str, Any]) -> str | Literal[False] | None:
+        """``spec.nodeName``: the node, None when the pod is not bound, False when it cannot
+        be read (reported): such a pod would otherwise be planned again, freeing what it
+        holds."""
+        node = spec.get("nodeName")
+        if node is not None and not isinstance(node, str):
+            self.diag.error(o.obj, "spec.nodeName", f"expected a string, got {type_name(node)}")
+            return False
+        if node and (problem := subdomain_problem(node)):
+            self.diag.error(o.obj, "spec.nodeName", f"not a node name: {problem}")
+            return False
+        return node or None
 
     def jobs(
         self, queues: Sequence[Mapping[str, Any]], scheduler_names: Collection[str]
@@ -234,7 +293,8 @@ class WorkloadReader(VcJobReader):
                 self.diag.warn(
                     view.o.obj,
                     f"metadata.annotations.{key_name}",
-                    f"PodGroup {group!r} is not in the snapshot; the pod is read as its own job",
+                    f"PodGroup {shown_value(group)} is not in the snapshot; the pod is read as "
+                    "its own job",
                 )
             positioned.append((view.position, self._lone_job(view)))
         for key, (position, o) in self.podgroups.items():
@@ -257,7 +317,9 @@ class WorkloadReader(VcJobReader):
                 out[key] = job
             else:
                 self.diag.warn(
-                    job.o.obj, "spec.schedulerName", f"{job.scheduler!r}: not Volcano's; ignored"
+                    job.o.obj,
+                    "spec.schedulerName",
+                    f"{shown_value(job.scheduler)}: not Volcano's; ignored",
                 )
         return out
 
@@ -320,6 +382,9 @@ class WorkloadReader(VcJobReader):
 
     def _podgroup_job(self, o: KubeObject, views: list[PodView]) -> dict[str, Any]:
         spec = self._mapping(o, o.doc, "spec", "spec")
+        compact = obj_name("Job", o.name, o.namespace)
+        self.origins.add_object(compact, o.obj, _PODGROUP_FIELDS)
+        self.origins.add(compact, "priority", Origin(o.obj, "spec.priorityClassName", Rest.DERIVED))
         job: dict[str, Any] = {
             "name": o.name,
             "namespace": o.namespace,
@@ -346,8 +411,10 @@ class WorkloadReader(VcJobReader):
             names = [view.o.name for view in member.views]
             if names != [f"{o.name}-{member.name}-{i}" for i in range(len(names))]:
                 task["podNames"] = names
+            self.task_origins(compact, f"tasks[{len(job['tasks'])}]", member.views[0])
             job["tasks"].append(task)
-            running.extend(self.running(member.name, list(enumerate(member.views))))
+            indexed = list(enumerate(member.views))
+            running.extend(self.running(compact, member.name, indexed, len(running)))
         if running:
             job["running"] = running
         return job
@@ -371,8 +438,8 @@ class WorkloadReader(VcJobReader):
                 self.diag.warn(
                     o.obj,
                     "spec.priorityClassName",
-                    f"PriorityClass {class_name!r} is not in the snapshot; Volcano then uses "
-                    f"the default priority ({default})",
+                    f"PriorityClass {shown_value(class_name)} is not in the snapshot; Volcano "
+                    f"then uses the default priority ({default})",
                 )
                 out["priority"] = default
         topology = self._mapping(o, spec, "networkTopology", "spec.networkTopology")
@@ -391,8 +458,11 @@ class WorkloadReader(VcJobReader):
     def _lone_job(self, view: PodView) -> dict[str, Any]:
         o = view.o
         job: dict[str, Any] = {"name": o.name, "namespace": o.namespace}
-        queue = next((view.annotations[k] for k in QUEUE_NAME_KEYS if k in view.annotations), "")
-        job["queue"] = queue or DEFAULT_QUEUE
+        key = next((k for k in QUEUE_NAME_KEYS if k in view.annotations), None)
+        job["queue"] = (view.annotations[key] if key else "") or DEFAULT_QUEUE
+        if key is not None:
+            compact = obj_name("Job", o.name, o.namespace)
+            self.origins.add(compact, "queue", Origin(o.obj, f"metadata.annotations.{key}"))
         priority = view.spec.get("priority")
         if priority is not None:
             job["priority"] = priority
@@ -420,10 +490,14 @@ class WorkloadReader(VcJobReader):
 
     def _one_pod(self, view: PodView) -> dict[str, Any]:
         """The single task and running entry of a pod that is a job of its own."""
+        o = view.o
+        compact = obj_name("Job", o.name, o.namespace)
+        self.origins.add_object(compact, o.obj, _POD_JOB_FIELDS)
+        self.task_origins(compact, "tasks[0]", view)
         out: dict[str, Any] = {
             "tasks": [{**self.task(LONE_TASK, [view]), "podNames": [view.o.name]}]
         }
-        running = self.running(LONE_TASK, [(0, view)])
+        running = self.running(compact, LONE_TASK, [(0, view)], 0)
         if running:
             out["running"] = running
         return out
