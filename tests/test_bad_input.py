@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -177,6 +178,34 @@ def expectations(path: Path, key: str) -> list[Expected]:
     return out
 
 
+def assert_refused_exactly(path: Path, read: Callable[[Path], object]) -> None:
+    """``read(path)`` raises once with exactly the problems ``path``'s ``# expect:`` lines
+    name, in order: file, object, field and a fragment of the message."""
+    expected = expectations(path, "expect")
+    assert expected, f"{path.name} has no '# expect:' line"
+    with pytest.raises(InputError) as caught:
+        read(path)
+    problems = caught.value.problems
+    assert len(problems) == len(expected), [str(p) for p in problems]
+    for want, got in zip(expected, problems, strict=True):
+        assert want.matches(got, path), f"wanted {want}, got {got!r}"
+
+
+def assert_validate_says_exactly(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``vcopt validate path`` exits 2 and prints one ``error:`` line per expected problem,
+    nothing on standard output and no traceback."""
+    expected = expectations(path, "expect")
+    assert main(["validate", str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == len(expected), lines
+    for want, line in zip(expected, lines, strict=True):
+        assert line.startswith("error: " + want.line(path)), line
+        assert want.fragment in line
+
+
 def test_base_is_valid_without_warnings() -> None:
     """The corpus is only meaningful if its base is clean: every error of a bad file then comes
     from its one change."""
@@ -193,30 +222,14 @@ def test_every_rule_has_its_own_file() -> None:
 @pytest.mark.parametrize("path", BAD, ids=lambda p: p.stem)
 def test_bad_file_gives_exactly_the_expected_problems(path: Path) -> None:
     """load() raises once with every problem; each names the file, the object and the field."""
-    expected = expectations(path, "expect")
-    assert expected, f"{path.name} has no '# expect:' line"
-    with pytest.raises(InputError) as caught:
-        load(path)
-    problems = caught.value.problems
-    assert len(problems) == len(expected), [str(p) for p in problems]
-    for want, got in zip(expected, problems, strict=True):
-        assert want.matches(got, path), f"wanted {want}, got {got!r}"
+    assert_refused_exactly(path, load)
 
 
 @pytest.mark.parametrize("path", BAD, ids=lambda p: p.stem)
 def test_validate_prints_each_problem_and_exits_2(
     path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    expected = expectations(path, "expect")
-    assert main(["validate", str(path)]) == 2
-    out, err = capsys.readouterr()
-    assert out == ""
-    assert "Traceback" not in err
-    lines = err.splitlines()
-    assert len(lines) == len(expected), lines
-    for want, line in zip(expected, lines, strict=True):
-        assert line.startswith("error: " + want.line(path)), line
-        assert want.fragment in line
+    assert_validate_says_exactly(path, capsys)
 
 
 @pytest.mark.parametrize("path", WARN, ids=lambda p: p.stem)
