@@ -49,6 +49,45 @@ def _stream(target: Path) -> bool:
     return not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode))
 
 
+NAME_MAX = 255
+"""Bytes of one file name on the file systems vcopt writes to (ext4, xfs, tmpfs, overlay)."""
+_TEMP_SUFFIX = 10
+"""What ``mkstemp`` adds to the prefix: a dot is ours, eight random characters its own."""
+KERNEL_FILE_SYSTEMS = frozenset(
+    {"proc", "sysfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs", "bpf"}
+)
+"""File systems the kernel makes up as it is read: a file there is an interface, not data."""
+
+
+def _temporary_prefix(target: Path) -> str:
+    """The temporary file's name prefix: the target's name, cut so that the whole temporary
+    name stays within :data:`NAME_MAX` (a legal 250-byte name must not fail for the 10 bytes
+    the temporary name adds)."""
+    room = NAME_MAX - _TEMP_SUFFIX - 1
+    name = target.name.encode("utf-8")[:room].decode("utf-8", errors="ignore")
+    return f".{name}."
+
+
+def _special_file_system(folder: Path) -> str:
+    """The kernel file system ``folder`` is on (``proc``, ``sysfs`` …), or "" for one that
+    stores files. Read from the mount table; "" where there is none to read."""
+    try:
+        mounts = Path("/proc/self/mounts").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    where = str(folder.resolve())
+    best, kind = "", ""
+    for line in mounts.splitlines():
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = fields[1].replace("\\040", " ")
+        inside = where == point or where.startswith(point.rstrip("/") + "/")
+        if inside and len(point) > len(best):
+            best, kind = point, fields[2]
+    return kind if kind in KERNEL_FILE_SYSTEMS else ""
+
+
 def write_atomic(path: str | Path, data: str | bytes) -> None:
     """Write ``data`` (text as UTF-8) to ``path`` atomically; OSError names ``path``."""
     target = Path(path)
@@ -62,7 +101,7 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
         return
     try:
         mode = _mode_for(target)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+        fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(target), dir=target.parent)
     except OSError as err:
         raise OSError(err.errno, err.strerror, str(target)) from None
     try:
@@ -97,8 +136,11 @@ def unwritable(path: str | Path) -> str | None:
         return f"the directory {parent} does not exist"
     if not parent.is_dir():
         return f"{parent} is not a directory"
+    special = _special_file_system(parent)
+    if special:
+        return f"{parent} is on a {special} file system, where no file can be written"
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=parent)
+        fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(target), dir=parent)
     except OSError as err:
         return f"no file can be created in {parent} ({err.strerror})"
     os.close(fd)

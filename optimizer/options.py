@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from models.errors import shown_value
+
 if TYPE_CHECKING:
     from .cpsat.fragmentation import TypicalTask
     from .plan import Plan
@@ -171,9 +173,14 @@ def parse_queue_budgets(text: str) -> dict[str, int]:
             continue
         name, sep, value = item.partition("=")
         name, value = name.strip(), value.strip()
-        if not sep or not name or not value.isdigit() or len(value) > 9:
+        if not sep or not name or not value.isascii() or not value.isdigit() or len(value) > 9:
             raise OptionError(
-                "--queue-eviction-budget", f"expected queue=integer, got {item.strip()!r}"
+                "--queue-eviction-budget",
+                f"expected queue=integer, got {shown_value(item.strip())}",
+            )
+        if name in budgets:
+            raise OptionError(
+                "--queue-eviction-budget", f"queue {shown_value(name)} is given twice"
             )
         budgets[name] = int(value)
     return budgets

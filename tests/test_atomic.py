@@ -122,3 +122,29 @@ def test_dev_full_reports_the_target(tmp_path: Path) -> None:
         write_atomic("/dev/full", "x" * 10_000)
     assert caught.value.filename == "/dev/full"
     assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+
+
+def test_a_legal_250_byte_name_is_written(tmp_path: Path) -> None:
+    """ext4 and tmpfs allow 255 bytes per name; the temporary name must not push a 250-byte
+    target past that (it would, adding the ten bytes of ``mkstemp``'s suffix)."""
+    target = tmp_path / ("p" * 246 + ".csv")
+    assert len(target.name) == 250
+    write_atomic(target, "a,b\n")
+    assert target.read_text() == "a,b\n"
+    assert sorted(os.listdir(tmp_path)) == [target.name]
+
+
+def test_a_kernel_file_system_gives_the_real_reason() -> None:
+    """/proc holds no files that can be created: the reason says so, not "No such file"."""
+    from optimizer.atomic import unwritable
+
+    assert unwritable("/proc/version") == (
+        "/proc is on a proc file system, where no file can be written"
+    )
+
+
+def test_a_queue_budget_given_twice_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert (
+        main(["solve", "instances/demo.yaml", "--queue-eviction-budget", "team-a=1,team-a=2"]) == 2
+    )
+    assert "queue 'team-a' is given twice" in capsys.readouterr().err
