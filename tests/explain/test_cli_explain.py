@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
 import yaml
 from explain_cases import TEXTS, nodes_case, queue_case
 
@@ -79,3 +81,15 @@ def test_capacity_with_an_unknown_node_is_bad_input(tmp_path, capsys):
     path = _write(tmp_path, _source(nodes_case()))
     assert main(["capacity", path, "--node-like", "nope", *FAST]) == EXIT_INPUT
     assert "no such node" in capsys.readouterr().err
+
+
+def test_a_job_name_typed_with_escape_codes_is_echoed_safely(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The name comes from the command line: its escape codes are shown escaped, and a
+    10,000-character name is cut short."""
+    demo = Path(__file__).resolve().parents[2] / "instances" / "demo.yaml"
+    assert main(["explain", str(demo), "\x1b[31mred" + "x" * 10_000]) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\\x1b[31mred" in err
+    assert len(err) < 300
