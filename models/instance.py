@@ -26,7 +26,7 @@ from .scheduler_conf import HELM_DEFAULT, SchedulerConf
 from .tdm import TDM_PLUGIN, ZONE_ARG_PREFIX, ZONE_LABEL, TdmConfig, configured_zones, node_zone
 from .topology import HyperNode, Topology, tiers_by_name, validate_hypernodes
 from .vocabulary import VOLCANO_SCHEDULER
-from .workload import DeviceShare, Job, Pod, Task, validate_job
+from .workload import DeviceShare, Job, Pod, Task, validate_job, validate_timeline
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,9 @@ class Instance:
     scheduler_names: tuple[str, ...] = (VOLCANO_SCHEDULER,)
     """The names Volcano answers to (its ``--scheduler-name`` flags): it schedules only pods
     whose ``schedulerName`` is one of them."""
+    arrivals: tuple[Job, ...] = ()
+    """Jobs whose ``arrival`` is after ``now``: not in the snapshot yet (the engines see only
+    :attr:`jobs`), but part of the timeline a simulation plays."""
     foreign_jobs: tuple[Job, ...] = ()
     """Pods that other schedulers placed (a DaemonSet's, kube-scheduler's), each group as a
     job. Volcano's cache puts them on their nodes and in no job, so they are node usage only:
@@ -211,7 +214,7 @@ def _check_jobs(
     seen: set[str] = set()
     pods: dict[str, str] = {}
     """Pod key → the key of its job: names given by ``podNames`` must not collide."""
-    for job in (*instance.jobs, *instance.foreign_jobs):
+    for job in (*instance.jobs, *instance.arrivals, *instance.foreign_jobs):
         obj = obj_name("Job", job.name, job.namespace)
         if job.key in seen:
             diag.error(obj, "name", "duplicate job name in namespace")
@@ -219,6 +222,7 @@ def _check_jobs(
             _check_pod_names(job, obj, pods, diag)
         seen.add(job.key)
         validate_job(job, diag)
+        validate_timeline(job, instance.now, diag)
         _check_running(job, obj, nodes, devices, diag)
         if job.scheduler_name not in instance.scheduler_names:
             continue
@@ -364,7 +368,7 @@ def _check_queues(instance: Instance, diag: Diagnostics) -> None:
     validate_queues(instance.queues, {}, diag)
     names = {q.name for q in instance.queues}
     children = children_in_tree(instance.queues)
-    for job in instance.jobs:
+    for job in (*instance.jobs, *instance.arrivals):
         obj = obj_name("Job", job.name, job.namespace)
         if job.queue not in names and job.queue != ROOT:
             diag.error(obj, "queue", f'queue "{job.queue}" does not exist')

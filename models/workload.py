@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import cached_property
 
 from .affinity import (
@@ -219,6 +219,15 @@ class Job:
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     duration: timedelta | None = None
+    """Run time once the gang has started (None: the job runs until the end of time)."""
+    arrival: datetime | timedelta | None = None
+    """When the job is submitted: an instant, or an offset after the instance's ``now``
+    (None: it is there at ``now``). Only ``vcopt simulate`` reads the timeline."""
+    started_at: datetime | None = None
+    """When a running job's gang started (``startedAt``): its remaining run time is
+    ``duration - (now - started_at)``."""
+    remaining: timedelta | None = None
+    """A running job's remaining run time, given directly (``remaining``)."""
     phase: str = PENDING
     order: int = 0
     """Creation order (``creationTimestamp``, then file order): Volcano's ordering fallback."""
@@ -262,6 +271,26 @@ class Job:
     @property
     def replicas(self) -> int:
         return sum(t.replicas for t in self.tasks)
+
+    def arrives_at(self, now: datetime) -> datetime:
+        """When the job is submitted, on the clock of an instance whose snapshot is ``now``."""
+        if self.arrival is None:
+            return now
+        if isinstance(self.arrival, timedelta):
+            return now + self.arrival
+        return self.arrival
+
+    def remaining_at(self, now: datetime) -> timedelta | None:
+        """How long a running job still runs after ``now``: ``remaining``, else ``duration``
+        less the time since ``startedAt``, else the whole ``duration`` (a job whose start is
+        not given is taken to have started at ``now``); None when it has no duration."""
+        if self.remaining is not None:
+            return self.remaining
+        if self.duration is None:
+            return None
+        if self.started_at is not None:
+            return self.duration - (now - self.started_at)
+        return self.duration
 
 
 def pod_name(job: str, task: str, index: int) -> str:
@@ -318,6 +347,53 @@ def validate_job(job: Job, diag: Diagnostics) -> None:
             diag.error(obj, "networkTopology.mode", "must be hard or soft")
         if spec.highest_tier is not None and spec.highest_tier < 0:
             diag.error(obj, "networkTopology.highestTierAllowed", "must not be negative")
+
+
+def validate_timeline(job: Job, now: datetime, diag: Diagnostics) -> None:
+    """Record what makes a job's timeline impossible at the snapshot time ``now``.
+
+    A pending job submitted before ``now`` would already be there: its ``arrival`` says
+    something the snapshot contradicts, so it is refused rather than read as "there at now".
+    ``startedAt`` and ``remaining`` describe a run in progress, so they need running pods and a
+    ``duration``, and must put the end of the run after ``now``.
+    """
+    obj = obj_name("Job", job.name, job.namespace)
+    arrives = job.arrives_at(now)
+    if job.running and arrives > now:
+        diag.error(
+            obj, "arrival", f"{arrives.isoformat()} is after now, but the job has running pods"
+        )
+    elif not job.running and arrives < now:
+        diag.error(
+            obj,
+            "arrival",
+            f"{arrives.isoformat()} is before now ({now.isoformat()}) for a pending job: leave "
+            "arrival out for a job that is there at now",
+        )
+    for name, value in (("startedAt", job.started_at), ("remaining", job.remaining)):
+        if value is None:
+            continue
+        if not job.running:
+            diag.error(obj, name, "is for a running job, and this job has no running pods")
+        elif job.duration is None:
+            diag.error(obj, name, "needs the job's duration")
+    if job.started_at is not None and job.remaining is not None:
+        diag.error(obj, "remaining", "give startedAt or remaining, not both")
+    if job.started_at is not None and job.started_at > now:
+        diag.error(
+            obj, "startedAt", f"{job.started_at.isoformat()} is after now ({now.isoformat()})"
+        )
+    elif job.started_at is not None and job.duration is not None and job.running:
+        left = job.remaining_at(now)
+        if left is not None and left < timedelta(0):
+            diag.error(
+                obj,
+                "startedAt",
+                f"with duration {job.duration} the run ended at "
+                f"{(job.started_at + job.duration).isoformat()}, before now",
+            )
+    if job.remaining is not None and job.duration is not None and job.remaining > job.duration:
+        diag.error(obj, "remaining", f"is more than the job's duration ({job.duration})")
 
 
 def _validate_tasks(tasks: tuple[Task, ...], obj: str, diag: Diagnostics) -> None:

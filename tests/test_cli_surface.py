@@ -291,7 +291,7 @@ def test_an_output_that_cannot_be_written_is_refused_before_any_work(
     why = {
         "missing folder": f"the directory {target.parent} does not exist",
         "a directory": "is a directory",
-        "/proc": "no file can be created in /proc",
+        "/proc": "/proc is on a proc file system, where no file can be written",
     }[where]
     _nothing_runs(monkeypatch)
     assert main(COMMANDS[option](str(target))) == EXIT_INPUT

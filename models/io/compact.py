@@ -163,13 +163,18 @@ class _Builder:
         # hold, even where no annotation says which cards.
         every = with_assumed_devices(nodes, every, self.diag)
         names = tuple(dict.fromkeys(m.schedulerNames))
-        jobs = tuple(j for j in every if j.scheduler_name in names)
+        now = self._now(timezone)
+        volcano = [j for j in every if j.scheduler_name in names]
+        # The snapshot at ``now`` holds the jobs that have arrived; later ones wait for a
+        # simulation's clock to reach them.
+        jobs = tuple(j for j in volcano if j.arrives_at(now) <= now)
+        arrivals = tuple(j for j in volcano if j.arrives_at(now) > now)
         foreign = tuple(j for j in every if j.scheduler_name not in names)
         self._warn_foreign_pending(foreign)
-        queues = self._queues(jobs)
+        queues = self._queues((*jobs, *arrivals))
         return Instance(
             name=self.name,
-            now=self._now(timezone),
+            now=now,
             timezone=timezone,
             scheduler=scheduler,
             priority_classes=classes,
@@ -177,6 +182,7 @@ class _Builder:
             hypernodes=hypernodes,
             queues=queues,
             jobs=jobs,
+            arrivals=arrivals,
             namespaces=self._namespaces(),
             scheduler_names=names,
             foreign_jobs=foreign,

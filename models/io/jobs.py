@@ -9,6 +9,7 @@ instance (:func:`models.instance.validate_instance`).
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -54,6 +55,10 @@ _DEVICE_ONLY = GPU_RESOURCE_NAMES - {
 """HAMi request names the device layer books; kube-scheduler never sees them as node resources."""
 _GPU_PROBLEM = re.compile(r"^(limits|requests)\[([^\]]+)\]: (.*)$", re.DOTALL)
 """How ``container_gpu_request`` names the resource it refuses."""
+_LOOKS_LIKE_TIME = re.compile(r"[0-9]{4}-")
+"""An arrival written as a date: read as a time, never as a duration."""
+_MAX_SECONDS = 9.2e9
+"""Seconds a Go duration can hold (int64 nanoseconds): the bound on a number of seconds."""
 _SHARE_LIST = TypeAdapter(list[s.DeviceShareIn])
 _EXPRESSIONS = TypeAdapter(list[s.LabelExpressionIn])
 _REQUIRED_AFFINITY = "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
@@ -121,17 +126,8 @@ class JobReader:
             if task.min_available is not None:
                 min_task_member.setdefault(task.role, task.min_available)
         running = self._running(raw, tasks)
-        duration = None
-        if raw.duration is not None:
-            try:
-                duration = parse_go_duration(raw.duration)
-            except ValueError as err:
-                self.diag.error(obj, "duration", str(err))
-            if duration is not None and duration < timedelta(0):
-                self.diag.error(
-                    obj, "duration", f"must not be negative, got {shown_value(raw.duration)}"
-                )
-                duration = None
+        duration = self._span(raw.duration, obj, "duration")
+        remaining = self._span(raw.remaining, obj, "remaining")
         return Job(
             name=raw.name,
             namespace=raw.namespace,
@@ -149,11 +145,64 @@ class JobReader:
             labels=dict(raw.labels),
             annotations=dict(raw.annotations),
             duration=duration,
+            arrival=self._arrival(raw.arrival, obj),
+            started_at=self._instant(raw.startedAt, obj, "startedAt"),
+            remaining=remaining,
             phase=raw.phase or (RUNNING if running else PENDING),
             tasks=tasks,
             running=running,
             scheduler_name=raw.schedulerName,
         )
+
+    def _span(self, raw: str | float | None, obj: str, field: str) -> timedelta | None:
+        """A non-negative run time: a Go duration, or seconds as a number."""
+        if raw is None:
+            return None
+        if isinstance(raw, str):
+            try:
+                span = parse_go_duration(raw)
+            except ValueError as err:
+                self.diag.error(obj, field, str(err))
+                return None
+        elif not math.isfinite(raw) or abs(raw) > _MAX_SECONDS:
+            self.diag.error(obj, field, f"{shown_value(raw)} is not a number of seconds")
+            return None
+        else:
+            span = timedelta(seconds=raw)
+        if span < timedelta(0):
+            self.diag.error(obj, field, f"must not be negative, got {shown_value(raw)}")
+            return None
+        return span
+
+    def _arrival(self, raw: object, obj: str) -> datetime | timedelta | None:
+        """An RFC 3339 time, or a Go duration after ``now`` (not before it)."""
+        if raw is None:
+            return None
+        if isinstance(raw, str) and not _LOOKS_LIKE_TIME.match(raw):
+            try:
+                offset = parse_go_duration(raw)
+            except ValueError:
+                offset = None
+            if offset is not None and offset < timedelta(0):
+                self.diag.error(obj, "arrival", f"must not be before now, got {shown_value(raw)}")
+                return None
+            if offset is not None:
+                return offset
+        return self._instant(raw, obj, "arrival", "or a Go duration after now such as 90m")
+
+    def _instant(self, raw: object, obj: str, field: str, also: str = "") -> datetime | None:
+        """An RFC 3339 time with its UTC offset, as an instant in UTC."""
+        if raw is None:
+            return None
+        when = read_datetime(raw)
+        expected = "an RFC 3339 time such as 2026-11-30T14:00:00Z" + (f", {also}" if also else "")
+        if when is None:
+            self.diag.error(obj, field, f"expected {expected}, got {shown_value(raw)}")
+            return None
+        if when.tzinfo is None or when.utcoffset() is None:
+            self.diag.error(obj, field, f"{shown_value(raw)} needs a UTC offset (Z or +08:00)")
+            return None
+        return as_utc(when)
 
     def _priority(
         self,

@@ -17,6 +17,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictBool,
+    StrictFloat,
     StrictInt,
     StrictStr,
 )
@@ -280,7 +281,12 @@ class JobIn(_Strict):
     networkTopology: NetworkTopologyIn | None = None
     labels: StringMap = Field(default_factory=dict)
     annotations: StringMap = Field(default_factory=dict)
-    duration: StrictStr | None = None
+    duration: StrictStr | StrictInt | StrictFloat | None = None
+    """A Go duration, or seconds as a number."""
+    arrival: Any = None
+    """An RFC 3339 time, or a Go duration after ``now``; read by ``models.io.jobs``."""
+    startedAt: Any = None
+    remaining: StrictStr | StrictInt | StrictFloat | None = None
     phase: StrictStr | None = None
     creationTimestamp: Any = None
     copyAnnotations: StrictBool = True

@@ -1,0 +1,264 @@
+"""What a simulation produces: one record per job, a time series, and the summaries that
+compare engines (per queue: jobs, waits, GPU-hours; for the cluster: evictions, restarts and
+the GPU time restarts threw away), with their CSV, JSON and table forms.
+
+Times are RFC 3339 in UTC, empty when a job never started or never ended. A job's wait is
+from its arrival to its first start; the wait statistics of a queue are over the jobs that
+started (the ones that never did are counted apart), with percentiles interpolated linearly
+between the closest ranks (numpy's default).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..plan import Plan
+from .state import JobRun
+
+
+def stamp(when: datetime | None) -> str:
+    return "" if when is None else when.isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    job: str
+    queue: str
+    arrival: datetime
+    start: datetime | None
+    end: datetime | None
+    evictions: int
+    restarts: int
+    gpu_s: float
+    lost_gpu_s: float
+    nodes: tuple[str, ...]
+
+    @property
+    def wait_s(self) -> float | None:
+        return None if self.start is None else (self.start - self.arrival).total_seconds()
+
+    @classmethod
+    def of(cls, run: JobRun) -> JobRecord:
+        return cls(
+            run.job.key,
+            run.job.queue,
+            run.arrival,
+            run.first_start,
+            run.end,
+            run.evictions,
+            run.restarts,
+            run.gpu_s,
+            run.lost_gpu_s,
+            tuple(sorted(run.nodes)),
+        )
+
+    def row(self, engine: str) -> dict[str, Any]:
+        wait = self.wait_s
+        return {
+            "engine": engine,
+            "job": self.job,
+            "queue": self.queue,
+            "arrival": stamp(self.arrival),
+            "start": stamp(self.start),
+            "end": stamp(self.end),
+            "wait_s": "" if wait is None else round(wait, 3),
+            "evictions": self.evictions,
+            "restarts": self.restarts,
+            "gpu_s": round(self.gpu_s, 3),
+            "lost_gpu_s": round(self.lost_gpu_s, 3),
+            "nodes": ";".join(self.nodes),
+        }
+
+
+class SeriesPoint(NamedTuple):
+    time: datetime
+    gpus_allocated: float
+    pending_jobs: int
+    running_jobs: int
+
+
+@dataclass(frozen=True)
+class QueueSummary:
+    queue: str
+    jobs: int
+    started: int
+    mean_wait_s: float | None
+    p50_wait_s: float | None
+    p95_wait_s: float | None
+    gpu_hours: float
+
+
+@dataclass(frozen=True)
+class EngineRun:
+    engine: str
+    start: datetime
+    end: datetime
+    jobs: tuple[JobRecord, ...]
+    series: tuple[SeriesPoint, ...]
+    events: int
+    cycles: int
+    wall_seconds: float
+    plans: tuple[tuple[datetime, Plan], ...] = ()
+    """Each cycle's plan, when the run was asked to keep them."""
+
+    def queues(self) -> list[QueueSummary]:
+        grouped: dict[str, list[JobRecord]] = {}
+        for record in self.jobs:
+            grouped.setdefault(record.queue, []).append(record)
+        out = []
+        for queue, records in sorted(grouped.items()):
+            waits = [r.wait_s for r in records if r.wait_s is not None]
+            out.append(
+                QueueSummary(
+                    queue,
+                    len(records),
+                    len(waits),
+                    float(np.mean(waits)) if waits else None,
+                    float(np.percentile(waits, 50)) if waits else None,
+                    float(np.percentile(waits, 95)) if waits else None,
+                    sum(r.gpu_s for r in records) / 3600,
+                )
+            )
+        return out
+
+    @property
+    def evictions(self) -> int:
+        return sum(r.evictions for r in self.jobs)
+
+    @property
+    def restarts(self) -> int:
+        return sum(r.restarts for r in self.jobs)
+
+    @property
+    def lost_gpu_hours(self) -> float:
+        return sum(r.lost_gpu_s for r in self.jobs) / 3600
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "start": stamp(self.start),
+            "end": stamp(self.end),
+            "events": self.events,
+            "cycles": self.cycles,
+            "wall_seconds": round(self.wall_seconds, 3),
+            "evictions": self.evictions,
+            "restarts": self.restarts,
+            "lost_gpu_hours": round(self.lost_gpu_hours, 6),
+            "queues": [{k: _rounded(v) for k, v in vars(q).items()} for q in self.queues()],
+        }
+
+
+def _rounded(value: object) -> object:
+    return round(value, 3) if isinstance(value, float) else value
+
+
+JOB_COLUMNS = (
+    "engine",
+    "job",
+    "queue",
+    "arrival",
+    "start",
+    "end",
+    "wait_s",
+    "evictions",
+    "restarts",
+    "gpu_s",
+    "lost_gpu_s",
+    "nodes",
+)
+SERIES_COLUMNS = ("engine", "time", "gpus_allocated", "pending_jobs", "running_jobs")
+
+
+def jobs_csv(runs: Sequence[EngineRun]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, JOB_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for run in runs:
+        writer.writerows(record.row(run.engine) for record in run.jobs)
+    return out.getvalue()
+
+
+def series_csv(runs: Sequence[EngineRun]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(SERIES_COLUMNS)
+    for run in runs:
+        for point in run.series:
+            writer.writerow((run.engine, stamp(point.time), *point[1:]))
+    return out.getvalue()
+
+
+def to_json(runs: Sequence[EngineRun]) -> str:
+    doc = {
+        "engines": [
+            {
+                **run.summary(),
+                "jobs": [record.row(run.engine) for record in run.jobs],
+                "series": [
+                    {"time": stamp(p.time), **p._asdict()} | {"time": stamp(p.time)}
+                    for p in run.series
+                ],
+            }
+            for run in runs
+        ]
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def table(runs: Sequence[EngineRun]) -> str:
+    """Engines side by side: per queue, then for the cluster."""
+    rows = [("engine", "queue", "jobs", "started", "mean wait s", "p50 s", "p95 s", "GPU-h")]
+    for run in runs:
+        for q in run.queues():
+            rows.append(
+                (
+                    run.engine,
+                    q.queue,
+                    str(q.jobs),
+                    str(q.started),
+                    _seconds(q.mean_wait_s),
+                    _seconds(q.p50_wait_s),
+                    _seconds(q.p95_wait_s),
+                    f"{q.gpu_hours:,.2f}",
+                )
+            )
+    cluster = [("engine", "cycles", "events", "evictions", "restarts", "lost GPU-h", "wall s")]
+    for run in runs:
+        cluster.append(
+            (
+                run.engine,
+                str(run.cycles),
+                str(run.events),
+                str(run.evictions),
+                str(run.restarts),
+                f"{run.lost_gpu_hours:,.2f}",
+                f"{run.wall_seconds:.1f}",
+            )
+        )
+    return _aligned(rows) + "\n" + _aligned(cluster)
+
+
+def _aligned(rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = []
+    for n, row in enumerate(rows):
+        cells = [
+            c.ljust(w) if i < 2 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        ]
+        lines.append("  ".join(cells).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines) + "\n"

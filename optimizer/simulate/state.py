@@ -1,0 +1,322 @@
+"""The cluster as it stands at one instant of a simulation: which jobs have arrived, which run,
+where their pods are, and what each job's history has been so far.
+
+A job is *future* until it arrives, then *pending*; it *runs* once its gang is bound (at
+least ``minAvailable`` pods, and at least one) and is *done* ``duration`` later. A plan's
+evictions stop pods: a running job that keeps its gang keeps running and its evicted pods
+wait to be placed again (Volcano's job controller recreates them); a job that falls below its
+gang stops every pod and goes back to pending, restarting from scratch (``resume``: keeping
+the work done, as with checkpointing). The instance a cycle sees is built from this state:
+the same :class:`~models.instance.Instance` the snapshot commands read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from models.cluster import Node
+from models.gpu import FULL_CORES
+from models.instance import Instance
+from models.scheduler_conf import SchedulerConf
+from models.tdm import LAST_EVICT_ARG, TDM_PLUGIN, node_zone, pod_preemptable
+from models.workload import PENDING, RUNNING, DeviceShare, Job, RunningPod, Task
+
+from ..plan import Plan
+
+FUTURE, WAITING, STARTED, DONE = "future", "pending", "running", "done"
+
+_SHARED = ("topology", "queue_tree", "node_by_name", "total_allocatable", "tz")
+"""Derived structures of an instance that depend on nodes, HyperNodes and queues only: a
+cycle's instance shares them with the first one instead of building them again."""
+
+
+@dataclass
+class BoundPod:
+    node: str
+    devices: tuple[DeviceShare, ...] | None
+    since: datetime
+    gpus: float
+    """GPU-equivalents held: each device's share (cores or memory, the larger), or the
+    requested count where the node lists no devices."""
+
+
+@dataclass
+class JobRun:
+    """One job's state and history."""
+
+    job: Job
+    """The job as the next cycle sees it (running pods, phase)."""
+    arrival: datetime
+    left: timedelta | None
+    """Run time still needed when the current (or next) run starts; None: runs for ever."""
+    status: str = FUTURE
+    run_start: datetime | None = None
+    first_start: datetime | None = None
+    end: datetime | None = None
+    generation: int = 0
+    bound: dict[tuple[str, int], BoundPod] = field(default_factory=dict)
+    run_gpu_s: float = 0.0
+    """GPU-seconds held by the pods of the current run, which a restart throws away."""
+    gpu_s: float = 0.0
+    evictions: int = 0
+    restarts: int = 0
+    lost_gpu_s: float = 0.0
+    nodes: set[str] = field(default_factory=set)
+
+    @property
+    def gang(self) -> int:
+        return max(self.job.min_available, 1)
+
+
+@dataclass(frozen=True)
+class Change:
+    """What applying a plan or an event did, for the loop's bookkeeping."""
+
+    started: tuple[str, ...] = ()
+    restarted: tuple[str, ...] = ()
+    changed: bool = False
+
+
+class SimState:
+    """Everything that changes while the simulated clock runs."""
+
+    def __init__(self, instance: Instance, resume: bool = False) -> None:
+        self.base = instance
+        self.resume = resume
+        self.now = instance.now
+        self.last_evict_at = instance.tdm.last_evict_at if instance.tdm else None
+        self.runs: dict[str, JobRun] = {}
+        self.pod_index: dict[str, tuple[str, str, int]] = {}
+        """Pod key → (job key, task, index)."""
+        self.gpus_allocated = 0.0
+        timeline = (*instance.jobs, *instance.arrivals)
+        ranked = sorted(timeline, key=lambda j: (j.arrives_at(instance.now), j.order))
+        order = {job.key: rank for rank, job in enumerate(ranked)}
+        for job in timeline:
+            for pod in job.pods:
+                self.pod_index[pod.key] = (job.key, pod.task, pod.index)
+            self.runs[job.key] = self._first_run(replace(job, order=order[job.key]))
+        self._jobs_cache: tuple[Job, ...] | None = None
+
+    def _first_run(self, job: Job) -> JobRun:
+        now = self.now
+        arrival = job.arrives_at(now)
+        if not job.running:
+            status = WAITING if arrival <= now else FUTURE
+            return JobRun(job, arrival, job.duration, status)
+        run = JobRun(
+            job, min(arrival, job.started_at or now), job.remaining_at(now), STARTED, run_start=now
+        )
+        run.first_start = job.started_at or now
+        tasks = {t.name: t for t in job.tasks}
+        for pod in job.running:
+            devices = tuple(d for c in pod.gpus for d in c)
+            self._bind(run, tasks[pod.task], pod.task, pod.index, pod.node, devices)
+        return run
+
+    # -- the instance a cycle sees ---------------------------------------------------------
+
+    def instance(self) -> Instance:
+        """The snapshot at :attr:`now`: arrived jobs that are not done, their pods where they
+        are, and the last TDM round's time in ``vcopt.lastEvictAt``."""
+        if self._jobs_cache is None:
+            self._jobs_cache = tuple(
+                r.job for r in self.runs.values() if r.status in (WAITING, STARTED)
+            )
+        snapshot = self.base.replace(
+            now=self.now, jobs=self._jobs_cache, arrivals=(), scheduler=self._scheduler()
+        )
+        for name in _SHARED:
+            snapshot.__dict__[name] = getattr(self.base, name)
+        return snapshot
+
+    def _scheduler(self) -> SchedulerConf:
+        conf = self.base.scheduler
+        base_last = self.base.tdm.last_evict_at if self.base.tdm else None
+        if self.last_evict_at is None or self.last_evict_at == base_last:
+            return conf
+        stamp = self.last_evict_at.isoformat()
+        tiers = tuple(
+            tuple(
+                replace(p, arguments={**p.arguments, LAST_EVICT_ARG: stamp})
+                if p.name == TDM_PLUGIN
+                else p
+                for p in tier
+            )
+            for tier in conf.tiers
+        )
+        return replace(conf, tiers=tiers)
+
+    # -- what the loop asks ----------------------------------------------------------------
+
+    def pending_work(self) -> bool:
+        """Some arrived job has a pod that is not bound."""
+        return any(
+            r.status in (WAITING, STARTED) and len(r.bound) < r.job.replicas
+            for r in self.runs.values()
+        )
+
+    def revocable_pods_on(self, zones: Iterable[str]) -> bool:
+        """Some preemptable bound pod sits on a node of one of ``zones``."""
+        closed = set(zones)
+        if not closed:
+            return False
+        nodes = self.base.node_by_name
+        for run in self.runs.values():
+            for (task_name, _), pod in run.bound.items():
+                if node_zone(nodes[pod.node].labels) not in closed:
+                    continue
+                task = run.job.task(task_name)
+                if pod_preemptable(task.annotations, task.labels):
+                    return True
+        return False
+
+    def active(self) -> bool:
+        """Some arrived job is pending or running."""
+        return any(r.status in (WAITING, STARTED) for r in self.runs.values())
+
+    def counts(self) -> tuple[int, int]:
+        """(pending jobs, running jobs)."""
+        pending = sum(1 for r in self.runs.values() if r.status == WAITING)
+        running = sum(1 for r in self.runs.values() if r.status == STARTED)
+        return pending, running
+
+    # -- changes ---------------------------------------------------------------------------
+
+    def arrive(self, key: str) -> None:
+        run = self.runs[key]
+        run.status = WAITING
+        self._jobs_cache = None
+
+    def complete(self, key: str, generation: int) -> bool:
+        """End the run ``generation`` of the job; False when that run was already cut short."""
+        run = self.runs[key]
+        if run.status != STARTED or run.generation != generation:
+            return False
+        self._unbind_all(run)
+        run.status, run.end = DONE, self.now
+        self._jobs_cache = None
+        return True
+
+    def apply(self, plan: Plan) -> Change:
+        """Stop the evicted pods, bind the placed ones, then start the jobs whose gang is
+        bound and restart the running ones that lost theirs."""
+        touched: dict[str, JobRun] = {}
+        for eviction in plan.evictions:
+            key, task, index = self.pod_index[eviction.pod]
+            run = self.runs[key]
+            self._unbind(run, (task, index))
+            run.evictions += 1
+            touched[key] = run
+        for placement in plan.placements:
+            key, task, index = self.pod_index[placement.pod]
+            run = self.runs[key]
+            devices = placement.gpus
+            self._bind(run, run.job.task(task), task, index, placement.node, devices)
+            touched[key] = run
+        started, restarted = [], []
+        for key, run in touched.items():
+            if run.status == STARTED and (len(run.bound) < run.job.min_available or not run.bound):
+                self._restart(run)
+                restarted.append(key)
+            elif run.status == WAITING and len(run.bound) >= run.gang:
+                run.status, run.run_start = STARTED, self.now
+                run.first_start = run.first_start or self.now
+                run.generation += 1
+                started.append(key)
+            self._refresh(run)
+        if touched:
+            self._jobs_cache = None
+        return Change(tuple(started), tuple(restarted), bool(touched))
+
+    def _restart(self, run: JobRun) -> None:
+        self._unbind_all(run)
+        if self.resume and run.left is not None and run.run_start is not None:
+            run.left = max(timedelta(0), run.left - (self.now - run.run_start))
+        else:
+            run.lost_gpu_s += run.run_gpu_s
+            run.left = run.job.duration if run.job.duration is not None else run.left
+        run.run_gpu_s = 0.0
+        run.status, run.run_start = WAITING, None
+        run.restarts += 1
+        run.generation += 1
+
+    def _refresh(self, run: JobRun) -> None:
+        """The job as the next cycle sees it: its bound pods and its PodGroup phase."""
+        pods = tuple(
+            RunningPod(index, pod.node, task, _containers(run.job.task(task), pod.devices))
+            for (task, index), pod in sorted(run.bound.items())
+        )
+        phase = RUNNING if run.status == STARTED else run.job.phase
+        if run.restarts and run.status == WAITING:
+            phase = PENDING
+        run.job = replace(run.job, running=pods, phase=phase)
+
+    def _bind(
+        self,
+        run: JobRun,
+        task: Task,
+        task_name: str,
+        index: int,
+        node: str,
+        devices: tuple[DeviceShare, ...] | None,
+    ) -> None:
+        gpus = _gpu_equivalents(self.base.node_by_name[node], task, devices)
+        run.bound[(task_name, index)] = BoundPod(node, devices, self.now, gpus)
+        run.nodes.add(node)
+        self.gpus_allocated += gpus
+
+    def _unbind(self, run: JobRun, pod_id: tuple[str, int]) -> None:
+        pod = run.bound.pop(pod_id)
+        held = pod.gpus * (self.now - pod.since).total_seconds()
+        run.gpu_s += held
+        run.run_gpu_s += held
+        self.gpus_allocated -= pod.gpus
+
+    def _unbind_all(self, run: JobRun) -> None:
+        for pod_id in list(run.bound):
+            self._unbind(run, pod_id)
+        self._refresh(run)
+
+    def close(self) -> None:
+        """Count the GPU time of pods still bound at the end of the simulation."""
+        for run in self.runs.values():
+            for pod in run.bound.values():
+                run.gpu_s += pod.gpus * (self.now - pod.since).total_seconds()
+                pod.since = self.now
+
+
+def _containers(
+    task: Task, devices: tuple[DeviceShare, ...] | None
+) -> tuple[tuple[DeviceShare, ...], ...]:
+    """A pod's devices per GPU container, as a running pod lists them: in container order,
+    each taking as many devices as it requests."""
+    if not devices:
+        return ()
+    if len(task.gpu) <= 1 or sum(r.nums for r in task.gpu) != len(devices):
+        return (devices,)
+    out, at = [], 0
+    for request in task.gpu:
+        out.append(devices[at : at + request.nums])
+        at += request.nums
+    return tuple(out)
+
+
+def _gpu_equivalents(node: Node, task: Task, devices: tuple[DeviceShare, ...] | None) -> float:
+    if devices:
+        total = 0.0
+        for share in devices:
+            device = node.device(share.id)
+            memory = share.memory / device.memory if device is not None and device.memory else 0
+            total += max(share.cores / FULL_CORES, memory)
+        return total
+    return float(sum(r.nums for r in task.gpu))
+
+
+def by_queue(runs: Mapping[str, JobRun]) -> dict[str, list[JobRun]]:
+    out: dict[str, list[JobRun]] = {}
+    for run in runs.values():
+        out.setdefault(run.job.queue, []).append(run)
+    return out

@@ -1,0 +1,57 @@
+"""Small instances with a timeline, written out so that every expected time can be reasoned
+by hand from the rules of ``docs/SIMULATE.md``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from models.instance import Instance
+from models.io import from_dict
+
+
+def instance(doc: dict[str, Any]) -> Instance:
+    return from_dict(doc, "timeline.yaml")
+
+
+def document(
+    nodes: list[dict[str, Any]],
+    jobs: list[dict[str, Any]],
+    *,
+    now: str = "2026-11-30T14:00:00Z",
+    scheduler: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "apiVersion": "vcopt/v1alpha1",
+        "kind": "Instance",
+        "metadata": {"name": "timeline"},
+        "now": now,
+        "nodes": nodes,
+        "queues": [{"name": "root"}, {"name": "default", "parent": "root"}],
+        "jobs": jobs,
+    }
+    if scheduler is not None:
+        doc["scheduler"] = scheduler
+    return doc
+
+
+def gpu_node(name: str, gpus: int, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "name": name,
+        "labels": labels or {},
+        "allocatable": {"cpu": "64", "memory": "512Gi", "nvidia.com/gpu": gpus, "pods": 110},
+        "gpus": {"count": gpus, "type": "NVIDIA-A100", "memory": 81920},
+    }
+
+
+def gpu_job(name: str, replicas: int, gpus: int, **fields: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "tasks": [
+            {
+                "name": "w",
+                "replicas": replicas,
+                "resources": {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": gpus},
+            }
+        ],
+        **fields,
+    }
