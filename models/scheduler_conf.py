@@ -1,7 +1,7 @@
 """The scheduler configuration, in Volcano's own ``volcano-scheduler.conf`` format.
 
 Users paste the ConfigMap they run, so vcopt reads the same keys with the same defaults:
-actions as a comma string or a list, tiers of plugins, ``enableXxx`` switches that default to
+actions as one comma-separated string, tiers of plugins, ``enableXxx`` switches that default to
 true (``pkg/scheduler/plugins/defaults.go``) and free-form plugin ``arguments``. An omitted
 configuration means the Helm chart's default, which is what most clusters run.
 """
@@ -287,13 +287,17 @@ def _at(prefix: str, sub: str) -> str:
 
 
 def _actions(raw: object, obj: str, path: str, diag: Diagnostics) -> tuple[str, ...]:
-    if isinstance(raw, str):
-        names = [a.strip() for a in raw.split(",") if a.strip()]
-    elif isinstance(raw, Sequence):
-        names = [str(a).strip() for a in raw]
-    else:
-        diag.error(obj, path, "must be a comma-separated string or a list of action names")
+    if not isinstance(raw, str):
+        # Volcano's SchedulerConfiguration.Actions is a Go string: a YAML list does not
+        # unmarshal into it, and the scheduler refuses the whole configuration.
+        diag.error(
+            obj,
+            path,
+            'must be one comma-separated string, e.g. "enqueue, allocate" (Volcano reads '
+            "actions as a string and refuses a list)",
+        )
         return ()
+    names = [a.strip() for a in raw.split(",") if a.strip()]
     if not names:
         diag.error(obj, path, "names no action (Volcano refuses a configuration without one)")
         return ()
