@@ -211,10 +211,6 @@ def _check_key(key: str, obj: str, field: str, diag: Diagnostics) -> None:
         diag.error(obj, field, f"{shown_value(key)}: {problem}")
 
 
-def _selector_keys(selector: LabelSelector) -> set[str]:
-    return {k for k, _ in selector.match_labels} | {r.key for r in selector.match_expressions}
-
-
 def _check_label_keys(
     keys: Sequence[str],
     selector: LabelSelector | None,

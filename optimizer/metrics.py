@@ -15,14 +15,14 @@ have room, lowest index first among equals.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from math import ceil
 from typing import Any
 
 from models.cluster import Node
+from models.fragmentation import TypicalTask, fragmentation, instance_mix
 from models.gpu import FULL_CORES, GpuDevice, GpuFilter, GpuRequest
 from models.instance import Instance
 from models.queues import capacity_flat, capacity_hierarchical, proportion_deserved, share
@@ -100,7 +100,8 @@ class Metrics:
     gpu_free: float
     """Free GPU-equivalents on healthy GPUs, the denominator of the fragmentation rate."""
     fragmentation: float
-    """FGD fragmentation in GPU-equivalents (fgd-benchmark.md §6)."""
+    """FGD fragmentation in GPU-equivalents (fgd-benchmark.md §6), against the typical mix
+    the CP-SAT objective uses."""
     fragmentation_rate: float
     pods_on_revocable_nodes: int
     pods_evicted_at_window_close: int
@@ -151,8 +152,12 @@ _TABLES = frozenset({"queues", "job_lca_tiers"})
 _PARTS = ("allocated", "deserved", "requested")
 
 
-def evaluate(instance: Instance, plan: Plan) -> Metrics:
-    """Measure ``plan`` on ``instance``.
+def evaluate(
+    instance: Instance, plan: Plan, typical_mix: Sequence[TypicalTask] | None = None
+) -> Metrics:
+    """Measure ``plan`` on ``instance``; fragmentation is F against ``typical_mix``, by default
+    the instance's own (``models.fragmentation.instance_mix``), the mix the CP-SAT objective
+    optimises unless the user gives one.
 
     Job states are exclusive: a job is pending when it has no bound pod after the plan or
     fewer than ``minAvailable``; otherwise admitted when the plan places any of its pods, and
@@ -181,7 +186,8 @@ def evaluate(instance: Instance, plan: Plan) -> Metrics:
     total = instance.total_allocatable
     queues = _queue_metrics(instance, bound, tasks)
     tiers, at_lowest = _topology(instance, bound, tasks)
-    free, fragmentation = _fragmentation(instance, held, tasks, gpu.used)
+    mix = instance_mix(instance) if typical_mix is None else typical_mix
+    free, fragmented = _fragmentation(instance, held, tasks, gpu.used, mix)
     on_revocable, evicted = _tdm_counts(instance, bound, jobs, tasks)
     soft, satisfied = soft_terms(instance, plan, bound)
     return Metrics(
@@ -207,8 +213,8 @@ def evaluate(instance: Instance, plan: Plan) -> Metrics:
         mean_lca_tier=_ratio(sum(tiers.values()), len(tiers)),
         lowest_tier_share=_ratio(at_lowest, len(tiers)) if tiers else 1.0,
         gpu_free=free,
-        fragmentation=fragmentation,
-        fragmentation_rate=_ratio(fragmentation, free),
+        fragmentation=fragmented,
+        fragmentation_rate=_ratio(fragmented, free),
         pods_on_revocable_nodes=on_revocable,
         pods_evicted_at_window_close=evicted,
         soft_terms=soft,
@@ -470,84 +476,31 @@ class _LowestTier:
 # -- fragmentation ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _TypicalTask:
-    """A request spec of fgd-benchmark.md §4 step 9. The per-GPU milli share is read per device
-    (an absolute MiB request is a larger share of a smaller card), so the spec keeps the request
-    itself; two requests with equal shares everywhere just split one spec's frequency."""
-
-    cpu: int
-    request: GpuRequest | None
-    gpu_filter: GpuFilter | None
-
-
-def _typical_tasks(
-    instance: Instance, bound: Mapping[str, Bound], tasks: Mapping[str, Task]
-) -> dict[_TypicalTask, float]:
-    """The pending pods' specs with frequencies; all pods when none is pending.
-
-    A vcopt task has at most one GPU container, so its first request is its spec.
-    """
-    keys = [k for k in instance.pod_by_key if k not in bound] or list(instance.pod_by_key)
-    counts = Counter(
-        _TypicalTask(
-            tasks[k].resources.get(CPU),
-            tasks[k].gpu[0] if tasks[k].gpu else None,
-            tasks[k].gpu_filter,
-        )
-        for k in keys
-    )
-    return {spec: n / len(keys) for spec, n in counts.items()}
-
-
 def _fragmentation(
     instance: Instance,
     bound: Mapping[str, Bound],
     tasks: Mapping[str, Task],
     used: Mapping[str, Mapping[str, float]],
+    mix: Sequence[TypicalTask],
 ) -> tuple[float, float]:
-    """Free GPU-equivalents and Σ_n Σ_m p_m Frag_n(m), both over healthy GPUs.
+    """Free GPU-equivalents and Σ_n F_n (``models.fragmentation``), both over healthy GPUs.
 
-    Free milli of a device is round(1000 · (1 − used share)), clipped at 0. A device the
-    typical task's GPU filter excludes cannot serve it, like a GPU with too little room (the
-    FGD model constraint, applied per device).
+    Free milli of a device is round(1000 · (1 − used share)), clipped at 0.
     """
-    mix = _typical_tasks(instance, bound, tasks)
     cpu_used: dict[str, int] = {}
     for b in bound.values():
         cpu_used[b.node] = cpu_used.get(b.node, 0) + tasks[b.pod].resources.get(CPU)
     free_total = 0
     fragmented = 0.0
     for node in instance.nodes:
-        free = {
-            d.id: max(0, MILLI - round(MILLI * used[node.name][d.id]))
-            for d in node.gpus
-            if d.health
-        }
-        idle = sum(free.values())
-        if idle == 0:
+        healthy = [d for d in node.gpus if d.health]
+        free = [max(0, MILLI - round(MILLI * used[node.name][d.id])) for d in healthy]
+        if not any(free):
             continue
-        free_total += idle
+        free_total += sum(free)
         cpu_free = node.allocatable.get(CPU) - cpu_used.get(node.name, 0)
-        for spec, p in mix.items():
-            fragmented += p * _node_fragment(node, free, cpu_free, spec)
+        fragmented += fragmentation(cpu_free, free, [d.type for d in healthy], mix)
     return free_total / MILLI, fragmented / MILLI
-
-
-def _node_fragment(node: Node, free: Mapping[str, int], cpu_free: int, m: _TypicalTask) -> int:
-    """Frag_n(m) in milli (fgd-benchmark.md §6)."""
-    if m.request is None or m.cpu > cpu_free:
-        return sum(free.values())
-    usable = {
-        d.id
-        for d in node.gpus
-        if d.id in free
-        and (m.gpu_filter is None or m.gpu_filter.allows(d))
-        and free[d.id] >= round(MILLI * m.request.share_of(d.memory))
-    }
-    if len(usable) < m.request.nums:
-        return sum(free.values())
-    return sum(amount for device, amount in free.items() if device not in usable)
 
 
 # -- TDM -------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 from models.errors import shown_value
 
 if TYPE_CHECKING:
-    from .cpsat.fragmentation import TypicalTask
+    from models.fragmentation import TypicalTask
+
     from .plan import Plan
 
 STAGES = ("work", "fairness", "topology", "packing")

@@ -11,6 +11,7 @@ report, which grow with the snapshot.
 
 from __future__ import annotations
 
+from models.fragmentation import TypicalTask
 from models.instance import Instance
 
 from .budget import Budget
@@ -31,8 +32,12 @@ REPORT_PER_OBJECT = 4e-4
 plans (measured: 4.5 s for the 1,213 nodes and 10,771 pods of the Alibaba trace import)."""
 
 
-def with_metrics(instance: Instance, plan: Plan) -> Plan:
-    return plan.replace(metrics=evaluate(instance, plan).as_dict())
+def with_metrics(
+    instance: Instance, plan: Plan, typical_mix: tuple[TypicalTask, ...] | None = None
+) -> Plan:
+    """The plan with its metrics; fragmentation against ``typical_mix`` (``--typical-mix``),
+    else the instance's own mix: the mix the CP-SAT objective optimises is the one reported."""
+    return plan.replace(metrics=evaluate(instance, plan, typical_mix).as_dict())
 
 
 def _report_seconds(instance: Instance) -> float:
@@ -96,10 +101,12 @@ def solve(
     progress.phase("greedy")
     greedy = solve_greedy(instance, options.seed)
     if engine == "greedy":
-        return with_metrics(instance, annotated(instance, greedy))
+        return with_metrics(instance, annotated(instance, greedy), options.typical_mix)
     plan = _cpsat(instance, options, greedy, budget, progress)
     progress.phase("metrics")
-    return with_metrics(instance, annotated(instance, plan, budget, wanted=options.reasons))
+    return with_metrics(
+        instance, annotated(instance, plan, budget, wanted=options.reasons), options.typical_mix
+    )
 
 
 def solve_both(
@@ -119,9 +126,12 @@ def solve_both(
     progress.phase("metrics")
     positions = queue_positions(instance)
     return (
-        with_metrics(instance, annotated(instance, greedy, positions=positions)),
+        with_metrics(
+            instance, annotated(instance, greedy, positions=positions), options.typical_mix
+        ),
         with_metrics(
             instance,
             annotated(instance, cpsat, budget, positions=positions, wanted=options.reasons),
+            options.typical_mix,
         ),
     )

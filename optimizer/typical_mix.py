@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from models.errors import InputError, Problem, shown_value
+from models.fragmentation import MILLI, TypicalTask
 from models.yamlio import STDIN, STDIN_NAME, load_documents, read_text
-
-from .cpsat.fragmentation import MILLI, TypicalTask
 
 FIELDS = ("cpu", "gpuMilli", "gpus", "types", "weight")
 MAX_CPU = 10**9

@@ -318,7 +318,7 @@ def solve_variant(
 
     plan = solve(instance, engine, options)
     row: dict[str, Any] = {"variant": name, "engine": engine}
-    row.update(evaluate(instance, plan).scalars())
+    row.update(evaluate(instance, plan, options.typical_mix).scalars())
     solver = plan.solver
     row["status"] = solver.status if solver else ""
     row["wall_seconds"] = solver.wall_seconds if solver else None

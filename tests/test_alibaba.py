@@ -11,6 +11,7 @@ import math
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ import pytest
 
 from benchmarks.alibaba import __main__ as alibaba_main
 from benchmarks.alibaba import batches, policies, probe, replay, state, trace
+from models.fragmentation import TypicalTask
 from models.load import from_dict
 from optimizer import trace_import as ti
 from optimizer.options import SolveOptions
@@ -32,7 +34,9 @@ def task(name: str, cpu: int = 1000, gpus: int = 1, milli: int = 1000, mem: int 
     return ti.TraceTask(name, cpu, mem, gpus, milli)
 
 
-def one_node_state(free: list[int], typ: trace.Typical, cpu: int = 64_000) -> policies.Online:
+def one_node_state(
+    free: list[int], typ: Sequence[TypicalTask], cpu: int = 64_000
+) -> policies.Online:
     """A one-node cluster (8 devices, model G2) whose devices have ``free`` milli left."""
     nodes = [ti.TraceNode("n0", cpu, 262_144, len(free), "G2")]
     cluster = state.Cluster.of(nodes)
@@ -40,16 +44,14 @@ def one_node_state(free: list[int], typ: trace.Typical, cpu: int = 64_000) -> po
     return policies.Online(cluster, state.NodeClasses(cluster, typ, 8), np.array([0]), None)  # type: ignore[arg-type]
 
 
-def mix(*specs: tuple[int, int, int, float]) -> trace.Typical:
-    """A hand-made typical mix of (cpu, per-GPU milli, GPUs, p) on the single model G2."""
-    return trace.Typical(
-        cpu=np.array([s[0] for s in specs]),
-        milli=np.array([s[1] for s in specs]),
-        count=np.array([s[2] for s in specs]),
-        allowed=np.ones((len(specs), 1), dtype=bool),
-        gpu=np.array([s[2] > 0 for s in specs]),
-        weight=np.array([s[3] for s in specs]),
-    )
+def mix(*specs: tuple[int, int, int, float]) -> tuple[TypicalTask, ...]:
+    """A hand-made typical mix of (cpu, per-GPU milli, GPUs, p), any model."""
+    return tuple(TypicalTask(c, q, k, (), p) for c, q, k, p in specs)
+
+
+def frag(cpu: int, free: list[int], typ: Sequence[TypicalTask]) -> float:
+    """F of a one-node G2 cluster's state, as the simulator's node classes compute it."""
+    return float(one_node_state(free, typ, cpu).classes.total_frag())
 
 
 # ---------------------------------------------------------------------------------- sequences
@@ -111,9 +113,9 @@ def test_typical_tasks_keep_the_most_common_specs_to_95_percent():
     tasks = [task(f"a{i}", cpu=1000) for i in range(12)]
     tasks += [task(f"b{i}", cpu=2000, milli=500) for i in range(7)]
     tasks += [task("c", cpu=3000, gpus=0, milli=0)]
-    typ = trace.typical_tasks(tasks, ("G2",))
-    assert typ.cpu.tolist() == [1000, 2000]
-    assert typ.weight.tolist() == pytest.approx([12 / 19, 7 / 19])
+    typ = trace.trace_mix(tasks)
+    assert [t.cpu for t in typ] == [1000, 2000]
+    assert [t.weight for t in typ] == pytest.approx([12 / 19, 7 / 19])
 
 
 # ----------------------------------------------------------------------------- fragmentation
@@ -127,20 +129,15 @@ def test_frag_of_a_node_with_seven_free_gpus_and_one_partly_used():
     - 8 GPUs: only 7 whole devices, does not fit → 7,300.
     F = ½·300 + ¼·7,300 + ¼·7,300 = 150 + 3,650 = 3,800."""
     typ = mix((1000, 500, 1, 0.5), (1000, 0, 0, 0.25), (1000, 1000, 8, 0.25))
-    gpus = np.array([[1000] * 7 + [300]])
-    frag = state.frag_amount(np.array([64_000]), gpus, np.array([0]), typ)
-    assert frag.tolist() == pytest.approx([3800.0])
+    assert frag(64_000, [1000] * 7 + [300], typ) == pytest.approx(3800.0)
 
 
 def test_frag_counts_everything_when_cpu_or_model_rules_a_task_out():
     """Two free devices (2,000). A 500-share needing 32 cores on a 16-core node does not fit:
     2,000; the same share on a model it excludes: 2,000."""
-    typ = mix((32_000, 500, 1, 1.0))
-    frag = state.frag_amount(np.array([16_000]), np.array([[1000, 1000]]), np.array([0]), typ)
-    assert frag.tolist() == pytest.approx([2000.0])
-    typ.allowed[0, 0] = False
-    frag = state.frag_amount(np.array([64_000]), np.array([[1000, 1000]]), np.array([0]), typ)
-    assert frag.tolist() == pytest.approx([2000.0])
+    assert frag(16_000, [1000, 1000], mix((32_000, 500, 1, 1.0))) == pytest.approx(2000.0)
+    t4_only = (TypicalTask(1000, 500, 1, ("T4",)),)
+    assert frag(64_000, [1000, 1000], t4_only) == pytest.approx(2000.0)
 
 
 # ---------------------------------------------------------------------------------- policies
@@ -205,7 +202,7 @@ def test_online_run_drops_what_fits_nowhere():
     CPU-only task still fits. Allocation 2,000 of 2,000 milli = 100 %."""
     nodes = [ti.TraceNode("n0", 64_000, 262_144, 2, "T4")]
     seq = [task("a", gpus=2), task("b"), ti.TraceTask("c", 1000, 10, 0, 0)]
-    typ = trace.typical_tasks(seq, ("T4",))
+    typ = trace.trace_mix(seq)
     result = replay.run_online(policies.Fgd(), "fgd", nodes, seq, [0], typ)
     assert result.placed.tolist() == [0, -1, 0]
     assert result.allocated.tolist() == [2000, 2000, 2000]
@@ -259,7 +256,7 @@ def test_engine_batch_keeps_the_whole_device_an_8_gpu_task_needs():
     Δ = +3,500, so it joins the first. Without the stage greedy's plan stands, and Volcano's
     LeastAllocated spreads it to the idle node (checked by hand)."""
     nodes = [ti.TraceNode(f"n{i}", 64_000, 262_144, 8, "G2") for i in range(2)]
-    mix = trace.engine_mix([task("a", gpus=8), task("b")])
+    mix = trace.trace_mix([task("a", gpus=8), task("b")])
     options = SolveOptions(time_limit=5, workers=1, weights=replay.REPLAY_WEIGHTS, typical_mix=mix)
     cluster = state.Cluster.of(nodes)
     builder = batches.BatchInstances(nodes)
@@ -279,7 +276,7 @@ def test_fgd_lookahead_is_fgd_on_a_copy_and_its_plan_verifies():
     node per shape holds FGD's first choice for each shape."""
     nodes = [ti.TraceNode(f"n{i}", 64_000, 262_144, 2, "G2") for i in range(3)]
     batch = [task("w"), task("s", milli=300), task("d", gpus=2)]
-    typ = trace.typical_tasks(batch, ("G2",))
+    typ = trace.trace_mix(batch)
     online = replay.new_state(nodes, typ, [2, 0, 1], 0)
     expected = replay.run_online(policies.Fgd(), "fgd", nodes, batch, [2, 0, 1], typ)
     before = online.classes.of_node.copy()
@@ -305,7 +302,7 @@ def test_neighbourhood_counts_node_states_and_takes_copies_of_each():
     asking for more states or copies than there are gives what there is."""
     nodes = [ti.TraceNode(f"n{i}", 64_000, 262_144, 2, "G2") for i in range(5)]
     share = task("s", milli=300)
-    typ = trace.typical_tasks([share, task("h", milli=500)], ("G2",))
+    typ = trace.trace_mix([share, task("h", milli=500)])
     online = replay.new_state(nodes, typ, [0, 1, 2, 3, 4], 0)
     for n in (3, 4):
         online.cluster.place(n, task(f"h{n}", milli=500), (0,))
@@ -331,7 +328,7 @@ def test_candidates_pin_each_task_to_its_shapes_nodes_and_fgds_choice():
     its candidates."""
     nodes = [ti.TraceNode(f"n{i}", 64_000, 262_144, 2, "G2") for i in range(5)]
     share = task("s", milli=300)
-    typ = trace.typical_tasks([share, task("h", milli=500)], ("G2",))
+    typ = trace.trace_mix([share, task("h", milli=500)])
     online = replay.new_state(nodes, typ, [0, 1, 2, 3, 4], 0)
     for n in (3, 4):
         online.cluster.place(n, task(f"h{n}", milli=500), (0,))

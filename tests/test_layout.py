@@ -146,3 +146,41 @@ def test_no_module_is_a_large_room() -> None:
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > 600
     }
     assert not long, f"modules over 600 lines: {long}"
+
+
+def _definitions(path: Path) -> list[str]:
+    """Names of the classes and functions a file defines, nested ones included."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    kinds = (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    return [node.name for node in ast.walk(tree) if isinstance(node, kinds)]
+
+
+_HOME = "models.fragmentation"
+_OTHER_F = frozenset({"fragmentation", "frag_amount", "NodeState"})
+"""Names the old second and third F went by (and the one F's own name)."""
+
+
+def test_fgd_fragmentation_has_one_home() -> None:
+    """F and the typical task are defined once, in ``models.fragmentation``: no other module of
+    the project or the benchmarks defines a typical-task type or a function F, and every
+    module of the metric, the CP-SAT engine or the simulator's state defining a name about
+    fragmentation imports ``models.fragmentation``."""
+    home = ROOT / "models" / "fragmentation.py"
+    assert {"TypicalTask", "fragmentation", "instance_mix"} <= set(_definitions(home))
+    others = [p for d in (*PACKAGES, "benchmarks") for p in sorted((ROOT / d).rglob("*.py"))]
+    typical, unread = [], []
+    for path in others:
+        if path == home:
+            continue
+        names = _definitions(path)
+        typical += [
+            f"{path.name}: {n}"
+            for n in names
+            if ("typical" in n.lower() and not n.islower()) or n in _OTHER_F
+        ]
+        text = path.read_text(encoding="utf-8")
+        reads_f = path.parent.name == "cpsat" or path.name in {"metrics.py", "state.py"}
+        if reads_f and any("frag" in n.lower() for n in names) and _HOME not in text:
+            unread.append(path.name)
+    assert typical == []
+    assert unread == []

@@ -8,16 +8,20 @@ GPU device memory in MiB. An A100 card here has 81920 MiB.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 import yaml
 
+from models.fragmentation import TypicalTask
 from models.instance import Instance
 from models.load import loads
 from models.resources import NVIDIA_GPU
 from models.workload import DeviceShare
 from optimizer.metrics import Metrics, evaluate
+from optimizer.options import SolveOptions
 from optimizer.plan import Eviction, Pipelined, Placement, Plan
+from optimizer.solve import solve
 
 HEADER = """
 apiVersion: vcopt/v1alpha1
@@ -396,15 +400,41 @@ jobs:
 
 
 def test_fragmentation_against_a_mix_of_8_gpu_and_1_gpu_demand() -> None:
-    """One GPU of eight is fully used; 7 × 1000 milli are free. Pending: one 8-GPU pod and one
-    1-GPU pod, so p = 0.5 each. The 8-GPU task needs 8 GPUs with ≥ 1000 milli free and only 7
-    have it, so all 7000 free milli count. The 1-GPU task fits and no free GPU has < 1000 free,
-    so 0 counts. 0.5 · 7 + 0.5 · 0 = 3.5 GPU, rate 3.5 / 7 = 0.5."""
+    """One GPU of eight is fully used; 7 × 1000 milli are free. The mix is the instance's own
+    pods, running ones included (the objective's rule): a 1-GPU pod with 4 cores, an 8-GPU pod
+    with 8 and a 1-GPU pod with 1, p = ⅓ each (three shapes, ⅔ < 95 %: all kept). The 8-GPU task
+    needs 8 GPUs with ≥ 1000 milli free and only 7 have it, so all 7000 free milli count; the
+    1-GPU tasks fit and no free GPU has < 1000 free, so 0 counts. ⅓ · 7 = 2.333 GPU, rate ⅓."""
     m = measure(instance(EIGHT_GPUS))
     assert m.gpu_free == pytest.approx(7.0)
-    assert m.fragmentation == pytest.approx(3.5)
-    assert m.fragmentation_rate == pytest.approx(0.5)
+    assert m.fragmentation == pytest.approx(7 / 3)
+    assert m.fragmentation_rate == pytest.approx(1 / 3)
     assert m.gpus_partially_used == 0
+
+
+def test_fragmentation_reads_the_given_typical_mix() -> None:
+    """The same state against a given mix: only the 8-GPU shape (p 1) cannot fit, all 7 GPUs
+    count; only a half-GPU share (p 1) fits on any free GPU, none counts; half each: 3.5."""
+    inst = instance(EIGHT_GPUS)
+    eight, half = TypicalTask(1000, 1000, 8), TypicalTask(1000, 500, 1)
+    plan = Plan()
+    assert evaluate(inst, plan, (eight,)).fragmentation == pytest.approx(7.0)
+    assert evaluate(inst, plan, (half,)).fragmentation == pytest.approx(0.0)
+    mix = (replace(eight, weight=0.5), replace(half, weight=0.5))
+    assert evaluate(inst, plan, mix).fragmentation == pytest.approx(3.5)
+
+
+def test_solve_reports_fragmentation_against_the_mix_the_options_give() -> None:
+    """``--typical-mix`` reaches the metric: with the 8-GPU shape alone the plan's metrics say
+    every free GPU is fragment (greedy cannot place the 8-GPU pod: 7 GPUs are free, so 1 GPU
+    goes to the small pod and 6 × 1000 stay free, all fragment); without a mix, the
+    instance's own (⅓ · 6 = 2)."""
+    inst = instance(EIGHT_GPUS)
+    given = solve(inst, "greedy", SolveOptions(typical_mix=(TypicalTask(1000, 1000, 8),)))
+    own = solve(inst, "greedy")
+    assert given.metrics["gpu_free"] == pytest.approx(6.0)
+    assert given.metrics["fragmentation"] == pytest.approx(6.0)
+    assert own.metrics["fragmentation"] == pytest.approx(2.0)
 
 
 HALF_USED = """
@@ -444,20 +474,21 @@ jobs:
 )
 def test_fragmentation_on_a_half_used_gpu(request_: str, expected: float) -> None:
     """GPU-n1-0 holds a 50 % share (500 milli free), GPU-n1-1 is idle (1000 free): 1.5 GPU
-    free. One pending pod, so p = 1; the expected amount for each request is beside it."""
+    free. The mix is both pods, p = ½ each: the running 50 % share with 1 core fits on either
+    GPU and counts 0, the pending pod counts the amount beside its request; F is half that."""
     body = HALF_USED.replace("REQUEST", request_)
     m = measure(instance(body))
     assert m.gpu_free == pytest.approx(1.5)
     assert m.gpus_partially_used == 1
-    assert m.fragmentation == pytest.approx(expected)
-    assert m.fragmentation_rate == pytest.approx(expected / 1.5)
+    assert m.fragmentation == pytest.approx(expected / 2)
+    assert m.fragmentation_rate == pytest.approx(expected / 2 / 1.5)
 
 
-def test_fragmentation_ignores_unhealthy_gpus_and_uses_all_pods_when_none_is_pending() -> None:
-    """WHOLE_GPU: G0 is held, G2 unhealthy, so only G1 (1000 milli) is free. The pending pod
-    (new, one whole GPU) fits on G1 and no free GPU has < 1000 free → 0. Once new is placed on
-    G1 nothing is pending; the typical tasks then come from all pods (both one whole GPU) and
-    nothing healthy is free, so 0 again (G2 would count 1.0 if it were free capacity)."""
+def test_fragmentation_ignores_unhealthy_gpus() -> None:
+    """WHOLE_GPU: G0 is held, G2 unhealthy, so only G1 (1000 milli) is free. The mix is both
+    pods, one whole GPU each: it fits on G1 and no free GPU has < 1000 free → 0. Once new is
+    placed on G1 nothing healthy is free, so 0 again (G2 would count 1.0 if it were free
+    capacity)."""
     inst = instance(WHOLE_GPU)
     before = measure(inst)
     assert before.gpu_free == pytest.approx(1.0)

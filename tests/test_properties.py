@@ -20,11 +20,11 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 from strategies import CLOSED_WINDOW, OPEN_WINDOW, ZONE, instances, to_yaml
 
+from models.fragmentation import TypicalTask, instance_mix
 from models.instance import Instance
 from models.load import from_dict, loads
 from optimizer.cpsat import engine as cpsat
 from optimizer.cpsat.data import compile_instance
-from optimizer.cpsat.fragmentation import TypicalTask, instance_mix
 from optimizer.cpsat.model import CpsatModel
 from optimizer.cpsat.objective import evaluate
 from optimizer.cpsat.variables import value_of

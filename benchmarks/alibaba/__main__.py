@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from models.fragmentation import COVERAGE
 from optimizer import trace_import as ti
-from optimizer.cpsat.fragmentation import COVERAGE
 
 from .offline import offline
 from .replay import ONLINE_POLICIES, BatchOptions, run_policy

@@ -18,7 +18,7 @@ from optimizer.greedy.plugins.nodeorder import (
 from optimizer.greedy.scan import nodes_to_find
 from optimizer.trace_import import GPU_MEMORY_MIB, GPU_SPLIT, MILLI, POD_CAPACITY, TraceTask
 
-from .state import MAX_GPUS, Cluster, NodeClasses, best_devices, frag_amount
+from .state import MAX_GPUS, Cluster, NodeClasses, best_devices
 
 MAX_SPEC_CPU = 128_000
 MAX_SPEC_GPU = 8_000
@@ -178,11 +178,10 @@ class Fgd:
         """Δ = F(after) − F(before) of the best variant per class, and that variant's device."""
         cpu, gpus, valid = after_states(classes.cpu[ids], classes.gpus[ids], task)
         variants = valid.shape[1]
-        flat = np.flatnonzero(valid.reshape(-1))
+        models = np.repeat(classes.model[ids], variants)
         after = np.full(valid.size, np.inf)
-        after[flat] = frag_amount(
-            cpu[flat], gpus[flat], np.repeat(classes.model[ids], variants)[flat], classes.typ
-        )
+        for i in np.flatnonzero(valid.reshape(-1)).tolist():
+            after[i] = classes.frag_of(int(models[i]), int(cpu[i]), gpus[i])
         delta = after.reshape(valid.shape) - classes.frag[ids][:, None]
         best = np.argmin(delta, axis=1)
         return delta[np.arange(len(ids)), best], best

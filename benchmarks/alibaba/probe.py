@@ -33,8 +33,7 @@ from .__main__ import DATA
 from .batches import BatchInstances, batch_instance, fgd_lookahead
 from .policies import Choice, Fgd, Online
 from .replay import BatchOptions, engine_options, new_state
-from .state import Cluster
-from .trace import typical_tasks
+from .trace import trace_mix
 
 
 @dataclass(frozen=True)
@@ -81,7 +80,7 @@ def probe(
     arrival: float = 1.3,
 ) -> list[Probe]:
     drawn = ti.draw(tasks, len(nodes), seed, arrival, ti.capacity_milli(nodes))
-    state = new_state(nodes, typical_tasks(tasks, Cluster.of(nodes).models), drawn.node_rank, seed)
+    state = new_state(nodes, trace_mix(tasks), drawn.node_rank, seed)
     builder = BatchInstances(nodes)
     fgd = Fgd()
     options = replace(engine_options(tasks, batch), parameters=parameters)

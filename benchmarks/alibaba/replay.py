@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from models.fragmentation import COVERAGE, TypicalTask
 from models.instance import Instance
-from optimizer.cpsat.fragmentation import COVERAGE
 from optimizer.options import SolveOptions
 from optimizer.result import Status
 from optimizer.solve import solve
@@ -22,7 +22,7 @@ from optimizer.trace_import import MILLI, TraceNode, TraceTask, capacity_milli, 
 from .batches import BatchInstances, batch_instance, fgd_lookahead
 from .policies import Choice, Fgd, Online, Policy, VolcanoDefault, bestfit, dotprod, random_policy
 from .state import Cluster, NodeClasses
-from .trace import Typical, engine_mix, typical_tasks
+from .trace import trace_mix
 
 
 @dataclass(frozen=True)
@@ -66,11 +66,13 @@ class RunResult:
         return float(100.0 * (self.frag[hit] / idle).mean()) if hit.any() else float("nan")
 
 
-def new_state(nodes: Sequence[TraceNode], typ: Typical, rank: Sequence[int], seed: int) -> Online:
+def new_state(
+    nodes: Sequence[TraceNode], mix: Sequence[TypicalTask], rank: Sequence[int], seed: int
+) -> Online:
     cluster = Cluster.of(nodes)
     return Online(
         cluster,
-        NodeClasses(cluster, typ, 4 * len(nodes)),
+        NodeClasses(cluster, mix, 4 * len(nodes)),
         np.asarray(rank, dtype=np.int64),
         np.random.default_rng(seed),
     )
@@ -133,14 +135,14 @@ def run_online(
     nodes: Sequence[TraceNode],
     sequence: Sequence[TraceTask],
     rank: Sequence[int],
-    typ: Typical,
+    mix: Sequence[TypicalTask],
     seed: int = 0,
     arrival: float = 0.0,
 ) -> RunResult:
     """Each task gets one attempt against the current state; a task that fits nowhere is
     dropped (§4 step 6)."""
     start = time.perf_counter()
-    state = new_state(nodes, typ, rank, seed)
+    state = new_state(nodes, mix, rank, seed)
     log = Log(state, len(sequence))
     allowed_cache: dict[tuple[str, ...], np.ndarray] = {}
     for i, task in enumerate(sequence):
@@ -240,7 +242,7 @@ def run_batched(
     nodes: Sequence[TraceNode],
     sequence: Sequence[TraceTask],
     rank: Sequence[int],
-    typ: Typical,
+    mix: Sequence[TypicalTask],
     options: SolveOptions,
     size: int,
     engine: str = "cpsat",
@@ -257,7 +259,7 @@ def run_batched(
     ``per_shape`` is 0). The log still has one point per task; ``progress`` is told each
     batch's statistics as it ends."""
     start = time.perf_counter()
-    state = new_state(nodes, typ, rank, seed)
+    state = new_state(nodes, mix, rank, seed)
     log = Log(state, len(sequence))
     builder = BatchInstances(nodes)
     fgd = Fgd()
@@ -301,7 +303,7 @@ def engine_options(tasks: Sequence[TraceTask], batch: BatchOptions) -> SolveOpti
         weights=REPLAY_WEIGHTS,
         objective=REPLAY_OBJECTIVE,
         strategy=REPLAY_STRATEGY,
-        typical_mix=engine_mix(tasks, batch.mix_coverage),
+        typical_mix=trace_mix(tasks, batch.mix_coverage),
         quiet=True,
         reasons=False,
         bound=batch.bound,
@@ -331,11 +333,11 @@ def run_policy(
     the original list)."""
     drawn = draw(tasks, len(nodes), seed, arrival, capacity_milli(nodes))
     cluster = Cluster.of(nodes)
-    typ = typical_tasks(tasks, cluster.models)
+    mix = trace_mix(tasks)
     if policy == "cpsat-batch":
         batch = batch or BatchOptions(seed=seed)
         result = run_batched(
-            policy, nodes, drawn.tasks, drawn.node_rank, typ, engine_options(tasks, batch),
+            policy, nodes, drawn.tasks, drawn.node_rank, mix, engine_options(tasks, batch),
             batch.size, batch.engine, seed, arrival, progress, batch.per_shape, batch.copies,
             batch.pin,
         )  # fmt: skip
@@ -347,7 +349,7 @@ def run_policy(
             chosen = VolcanoDefault(cluster, seed)
         else:
             chosen = {"random": random_policy, "dotprod": dotprod, "bestfit": bestfit}[policy]
-        result = run_online(chosen, policy, nodes, drawn.tasks, drawn.node_rank, typ, seed, arrival)
+        result = run_online(chosen, policy, nodes, drawn.tasks, drawn.node_rank, mix, seed, arrival)
     result.extra["failures"] = failures(result, drawn.tasks)
     return result
 

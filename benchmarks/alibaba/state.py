@@ -1,5 +1,6 @@
 """The array picture of the cluster the simulator's policies read: free CPU, memory and the free
-milli-GPU of every device, node classes of identical states, and FGD's fragmentation F (§6).
+milli-GPU of every device, and node classes of identical states with their FGD fragmentation F
+(§6, ``models.fragmentation``).
 
 The simulator is array-based rather than a replay through :mod:`optimizer.greedy`, because the
 benchmark needs ~10⁴ tasks × 1,213 nodes × 10 seeds per policy.
@@ -12,33 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from models.fragmentation import TypicalTask, fragmentation
 from optimizer.trace_import import MILLI, TraceNode, TraceTask
-
-from .trace import Typical
 
 MAX_GPUS = 8
 """Most GPUs on one node of the trace; device arrays are padded to this width with 0 free."""
-
-
-def frag_amount(cpu: np.ndarray, gpus: np.ndarray, model: np.ndarray, typ: Typical) -> np.ndarray:
-    """F_n = Σ_m p_m Frag_n(m) in milli-GPU for a batch of node states (§6).
-
-    ``cpu[S]`` is free CPU, ``gpus[S, 8]`` free milli per device (0 for a missing device, which
-    then neither fits nor adds), ``model[S]`` the model index. Frag_n(m) is every free milli when
-    m is CPU-only or does not fit the node, else the free milli of devices below m's per-GPU
-    request.
-    """
-    total = gpus.sum(axis=1)
-    enough = gpus[:, None, :] >= typ.milli[None, :, None]
-    below = np.where(enough, 0, gpus[:, None, :]).sum(axis=2)
-    fits = (
-        (enough.sum(axis=2) >= typ.count[None, :])
-        & (cpu[:, None] >= typ.cpu[None, :])
-        & typ.allowed[:, model].T
-        & typ.gpu[None, :]
-    )
-    frag = np.where(fits, below, total[:, None])
-    return frag @ typ.weight
 
 
 # --------------------------------------------------------------------------------------------
@@ -141,8 +120,10 @@ class NodeClasses:
     of one shape, for a start). Memory is not part of the state: no score reads it.
     """
 
-    def __init__(self, cluster: Cluster, typ: Typical, room: int) -> None:
-        self.typ = typ
+    def __init__(self, cluster: Cluster, mix: Sequence[TypicalTask], room: int) -> None:
+        self.mix = tuple(mix)
+        self.models = cluster.models
+        self._frag: dict[tuple[int, int, tuple[int, ...]], float] = {}
         self.ids: dict[tuple[int, int, bytes], int] = {}
         self.cpu = np.zeros(room, dtype=np.int64)
         self.gpus = np.zeros((room, MAX_GPUS), dtype=np.int64)
@@ -166,10 +147,20 @@ class NodeClasses:
             self._grow()
         self.ids[key] = k
         self.cpu[k], self.model[k], self.gpus[k] = cpu, model, gpus
-        self.frag[k] = frag_amount(
-            self.cpu[k : k + 1], self.gpus[k : k + 1], self.model[k : k + 1], self.typ
-        )[0]
+        self.frag[k] = self.frag_of(model, cpu, gpus)
         return k
+
+    def frag_of(self, model: int, cpu: int, gpus: np.ndarray) -> float:
+        """F (milli-GPU) of a node state, memoised on (model, free CPU, sorted free milli) as
+        §5 says. A padded device (0 free) is neither room nor fragment for any GPU spec,
+        since every spec asks a share above 0."""
+        free = tuple(sorted(gpus.tolist()))
+        key = (model, cpu, free)
+        found = self._frag.get(key)
+        if found is None:
+            types = (self.models[model],) * len(free)
+            found = self._frag[key] = fragmentation(cpu, free, types, self.mix)
+        return found
 
     def _grow(self) -> None:
         room = 2 * len(self.cpu)

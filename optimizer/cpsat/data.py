@@ -41,8 +41,9 @@ from .units import model_units
 from .view import View
 
 if TYPE_CHECKING:
+    from models.fragmentation import TypicalTask
+
     from .frag_stage import NodeTerms
-    from .fragmentation import TypicalTask
 
 
 @dataclass
@@ -114,9 +115,6 @@ class Compiled:
 
     def unit_groups(self, unit: int) -> list[Group]:
         return [self.groups[g] for g in self.units[unit].groups]
-
-    def job_running(self, unit: int) -> list[int]:
-        return self.units[unit].running
 
 
 def pod_value(task: Task, largest_gpu_memory: int, cpu_per_gpu: float) -> int:

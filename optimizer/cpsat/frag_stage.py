@@ -1,7 +1,7 @@
 """The fragmentation stage in the model: FGD's F written per device, so that shares packed
 together on one device are valued together.
 
-F of a node is Σ_m p_m · Frag(m) over the typical mix (``fragmentation.py``). For a typical
+F of a node is Σ_m p_m · Frag(m) over the typical mix (``models.fragmentation``). For a typical
 task of one GPU that fits the node, Frag(m) is a sum over devices — a device's free milli
 counts unless m may use its type and finds its share there — so F splits into one term per
 device, a step-wise linear function of the device's free milli r:
@@ -33,16 +33,16 @@ from bisect import bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from functools import lru_cache
 from math import floor
 from typing import TYPE_CHECKING
 
+from models.fragmentation import MILLI, TypicalTask, allows
 from models.gpu import GpuDevice
 
 from ..plan import Placement
 from .classes import DeviceClass
 from .constraints import gpu_users
-from .fragmentation import MILLI, SCALE, TypicalTask, device_free
+from .fragmentation import SCALE, device_free
 from .variables import Expr, Linear, Values, lsum, per_node_limit, wsum
 
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ class Risk:
     cpu_risk: bool
 
     def allows(self, device_type: str) -> bool:
-        return _allows(self.types, device_type)
+        return allows(self.types, device_type)
 
 
 @dataclass
@@ -133,11 +133,6 @@ class NodeTerms:
     cpu: int
     devices: list[Device]
     risks: list[Risk]
-
-
-@lru_cache(maxsize=4096)
-def _allows(types: tuple[str, ...], device_type: str) -> bool:
-    return TypicalTask(0, 0, 1, types).allows(device_type)
 
 
 def _fits(m: TypicalTask, cpu: int, free: Sequence[tuple[int, str]]) -> bool:

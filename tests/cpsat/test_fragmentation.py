@@ -1,7 +1,7 @@
 """The fragmentation stage: FGD's F of a node state, the typical mix of an instance, and the
 agreement of the model's stage expression with :func:`evaluate` on plans.
 
-F is worked by hand from the definition in ``fragmentation.py`` (FGD benchmark spec §6).
+F is worked by hand from the definition in ``models.fragmentation`` (FGD benchmark spec §6).
 """
 
 from __future__ import annotations
@@ -13,9 +13,18 @@ from pathlib import Path
 
 import pytest
 from cpsat_kit import BASE, checked, greedy, instance, options
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
 from models.errors import InputError
+from models.fragmentation import (
+    TypicalTask,
+    fragmentation,
+    instance_mix,
+    most_common,
+    share_milli,
+)
 from models.gpu import GpuDevice, GpuRequest
 from models.load import load
 from models.workload import DeviceShare
@@ -23,15 +32,7 @@ from optimizer.cli import main
 from optimizer.cpsat.expand import expand
 from optimizer.cpsat.extract import plan_from
 from optimizer.cpsat.frag_stage import curve_of, share_load_bound
-from optimizer.cpsat.fragmentation import (
-    SCALE,
-    Mix,
-    NodeState,
-    TypicalTask,
-    instance_mix,
-    most_common,
-    share_milli,
-)
+from optimizer.cpsat.fragmentation import SCALE
 from optimizer.cpsat.model import CpsatModel
 from optimizer.cpsat.objective import evaluate
 from optimizer.cpsat.params import parameters
@@ -62,24 +63,22 @@ def test_frag_of_a_node_with_seven_free_gpus_and_one_partly_used() -> None:
     - 8 GPUs: only 7 whole devices, does not fit → 7,300.
     F = ½·300 + ¼·7,300 + ¼·7,300 = 3,800. With 4 cores free the share (8 cores) no longer
     fits either: F = 7,300."""
-    mix = Mix(
-        [
-            TypicalTask(8000, 500, 1, (), 0.5),
-            TypicalTask(1000, 0, 0, (), 0.25),
-            TypicalTask(1000, 1000, 8, (), 0.25),
-        ]
+    mix = (
+        TypicalTask(8000, 500, 1, (), 0.5),
+        TypicalTask(1000, 0, 0, (), 0.25),
+        TypicalTask(1000, 1000, 8, (), 0.25),
     )
     types = ("NVIDIA-A10",) * 8
-    assert mix.frag(NodeState(64_000, (1000,) * 7 + (300,), types)) == pytest.approx(3800)
-    assert mix.frag(NodeState(4000, (1000,) * 7 + (300,), types)) == pytest.approx(7300)
+    assert fragmentation(64_000, (1000,) * 7 + (300,), types, mix) == pytest.approx(3800)
+    assert fragmentation(4000, (1000,) * 7 + (300,), types, mix) == pytest.approx(7300)
 
 
 def test_frag_counts_everything_on_devices_of_a_type_the_task_excludes() -> None:
     """Two free A10 devices; a share that may only use V100 types cannot fit: F = 2,000.
     Allowed on ``A10`` (a substring of ``NVIDIA-A10``): fits, nothing below 500, F = 0."""
-    state = NodeState(64_000, (1000, 1000), ("NVIDIA-A10", "NVIDIA-A10"))
-    assert Mix([TypicalTask(1000, 500, 1, ("V100",))]).frag(state) == pytest.approx(2000)
-    assert Mix([TypicalTask(1000, 500, 1, ("A10",))]).frag(state) == pytest.approx(0)
+    state = (64_000, (1000, 1000), ("NVIDIA-A10", "NVIDIA-A10"))
+    assert fragmentation(*state, (TypicalTask(1000, 500, 1, ("V100",)),)) == pytest.approx(2000)
+    assert fragmentation(*state, (TypicalTask(1000, 500, 1, ("A10",)),)) == pytest.approx(0)
 
 
 def test_share_milli_reads_percentages_and_whole_devices() -> None:
@@ -450,3 +449,116 @@ def test_cli_start_plan_that_does_not_read_exits_2(
     assert main(["solve", str(SLICE), "--engine", "greedy", "-q", "-o", str(good),
                  "--format", "json"]) == 0  # fmt: skip
     assert main(["solve", str(SLICE), "--start", str(good), "--time-limit", "4", "-q"]) == 0
+
+
+# -- one F: the stage, the metric and the simulator ------------------------------------------
+
+
+def test_the_stage_the_metric_and_the_simulator_agree_on_one_state() -> None:
+    """One node of 8 idle T4s and 64 cores; a pending 70 % share with 1 core, placed on the
+    last device: after it, 7 × 1,000 + 300 free and 63 cores. Mix (T4 only for the share):
+    a 500-milli share with 8 cores (p ½), a CPU-only task (p ¼), an 8-GPU task (p ¼).
+    Before: the share and the 8-GPU task fit with nothing below their share, the CPU-only
+    task counts all 8,000: F = 2,000. After: the share counts the 300, the others 7,300 each:
+    F = 150 + 3,650 = 3,800. So the stage is SCALE·(2,000 − 3,800), the metric reports
+    3.8 GPUs and the simulator's node class holds 3,800."""
+    from benchmarks.alibaba import state as simulator
+    from optimizer.metrics import evaluate as metrics
+    from optimizer.trace_import import TraceNode, TraceTask
+
+    node = """
+        nodes:
+          - name: n0
+            allocatable: {cpu: 64, memory: 256Gi, pods: 110}
+            gpus: {count: 8, type: NVIDIA-T4, memory: 10000}
+    """
+    inst = instance(BASE, node, _shares(1, 70))
+    mix = (
+        TypicalTask(8000, 500, 1, ("T4",), 0.5),
+        TypicalTask(1000, 0, 0, (), 0.25),
+        TypicalTask(1000, 1000, 8, (), 0.25),
+    )
+    (pod,) = [p.key for p in inst.pods]
+    plan = checked(inst, Plan(placements=(
+        Placement(pod, "n0", (DeviceShare("GPU-n0-7", 7000, 70),)),
+    )))  # fmt: skip
+    model = CpsatModel(inst, options(weights=ON, typical_mix=mix))
+    stage = value_of(model.stages["fragmentation"], model.hint_plan(plan))
+    assert stage == evaluate(model.data, plan).fragmentation == (2000 - 3800) * SCALE
+    assert metrics(inst, plan, mix).fragmentation == pytest.approx(3.8)
+    cluster = simulator.Cluster.of([TraceNode("n0", 64_000, 262_144, 8, "T4")])
+    cluster.place(0, TraceTask("s", 1000, 1024, 1, 700), [7])
+    assert simulator.NodeClasses(cluster, mix, 4).total_frag() == pytest.approx(3800)
+
+
+_SHARES = (10, 20, 25, 30, 50, 60, 100)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    cpus=st.lists(st.sampled_from((4, 8, 16)), min_size=1, max_size=3),
+    devices=st.lists(st.integers(1, 4), min_size=3, max_size=3),
+    types=st.lists(st.sampled_from(("NVIDIA-A10", "NVIDIA-T4")), min_size=3, max_size=3),
+    pods=st.lists(st.tuples(st.sampled_from((1, 2, 4)), st.sampled_from(_SHARES)), max_size=6),
+    shapes=st.lists(
+        st.tuples(
+            st.sampled_from((0, 1000, 4000, 8000)),
+            st.sampled_from((250, 500, 1000)),
+            st.integers(0, 3),
+            st.sampled_from(((), ("A10",), ("T4",))),
+            st.integers(1, 5),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_the_stage_is_the_plain_f_of_the_plan_on_random_instances(
+    cpus: list[int],
+    devices: list[int],
+    types: list[str],
+    pods: list[tuple[int, int]],
+    shapes: list[tuple[int, int, int, tuple[str, ...], int]],
+) -> None:
+    """Idle nodes of 10,000 MiB, 100-core devices (a p % share is exactly 10·p milli, a whole
+    device 1,000) and pending one-pod jobs of p % shares; the mix's weights are k/20 so the
+    stage's ⌊SCALE·p⌉ coefficients are exact. For greedy's plan and a CP-SAT plan, the stage
+    at the plan's hint is SCALE · Σ_nodes (F before − F after), F being
+    ``models.fragmentation.fragmentation`` of the node states read off the plan by hand."""
+    nodes = "nodes:" + "".join(
+        f"""
+          - name: n{i}
+            allocatable: {{cpu: {cpu}, memory: 256Gi, pods: 110}}
+            gpus: {{count: {devices[i]}, type: {types[i]}, memory: 10000}}"""
+        for i, cpu in enumerate(cpus)
+    )
+    jobs = "jobs: []" if not pods else "jobs:" + "".join(
+        f"""
+      - name: s{i}
+        tasks:
+          - name: t
+            resources: {{cpu: {cpu}, memory: 1Gi, nvidia.com/gpu: 1,
+                        nvidia.com/gpumem-percentage: {p}, nvidia.com/gpucores: {p}}}"""
+        for i, (cpu, p) in enumerate(pods)
+    )  # fmt: skip
+    inst = instance(BASE, nodes, jobs)
+    total = sum(k for *_, k in shapes)
+    mix = tuple(TypicalTask(c, q if g else 0, g, t, k / total) for c, q, g, t, k in shapes)
+    assume(all(round(SCALE * m.weight) == SCALE * m.weight for m in mix))
+    opts = options(weights=ON, typical_mix=mix, objective="weighted")
+    cpu_of = {p.key: c * 1000 for p, (c, _) in zip(inst.pods, pods, strict=True)}
+    for plan in (greedy(inst), solve(inst, "cpsat", opts)):
+        model = CpsatModel(inst, opts)
+        stage = value_of(model.stages["fragmentation"], model.hint_plan(plan))
+        expected = 0.0
+        for i, node in enumerate(inst.nodes):
+            free = {d.id: 1000 for d in node.gpus}
+            cpu = cpus[i] * 1000
+            for p in plan.placements:
+                if p.node == node.name:
+                    cpu -= cpu_of[p.pod]
+                    for share in p.gpus or ():
+                        free[share.id] -= share.cores * 10
+            kinds = [d.type for d in node.gpus]
+            before = fragmentation(cpus[i] * 1000, [1000] * len(kinds), kinds, mix)
+            expected += before - fragmentation(cpu, list(free.values()), kinds, mix)
+        assert stage == pytest.approx(SCALE * expected, abs=1e-6)
