@@ -14,7 +14,6 @@ import math
 import sys
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
 from importlib.metadata import PackageNotFoundError, version
 
 from .interrupts import Terminated, sigterm_raises, stopped
@@ -37,6 +36,7 @@ try:
         from .plan import FORMATS, Plan, format_for, read_plan
         from .progress import reporter
         from .result import Status
+        from .simulate.command import add_arguments as simulate_arguments
         from .solve import ENGINES, solve, solve_both
         from .typical_mix import load_mix
         from .verify import format_violations, verify
@@ -362,109 +362,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _simulation_settings(
-    args: argparse.Namespace, instance: Instance
-) -> tuple[list[str], datetime | None, timedelta]:
-    """``--engines``, ``--until`` and ``--schedule-period`` (``--cycle-limit`` checked too);
-    the instance's timeline checked against its ``now``, each problem named in its file."""
-    from models.golang import parse_go_duration
-    from models.io.values import as_utc, read_datetime
-
-    problems = []
-    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
-    unknown = [e for e in engines if e not in ENGINES]
-    if unknown or not engines or len(set(engines)) < len(engines):
-        problems.append(
-            Problem(
-                f"must list engines among {', '.join(ENGINES)}, each once, got {args.engines!r}",
-                field="--engines",
-            )
-        )
-    until = None
-    if args.until is not None:
-        when = read_datetime(args.until)
-        if when is not None and when.tzinfo is not None:
-            until = as_utc(when)
-        else:
-            try:
-                until = instance.now + parse_go_duration(args.until)
-            except ValueError:
-                until = None
-        if until is None or until < instance.now:
-            problems.append(
-                Problem(
-                    "must be an RFC 3339 time with its offset, or a Go duration after now "
-                    f"(e.g. 24h), not before now; got {args.until!r}",
-                    field="--until",
-                )
-            )
-    try:
-        period = parse_go_duration(args.schedule_period)
-    except ValueError as err:
-        problems.append(Problem(str(err), field="--schedule-period"))
-        period = timedelta(seconds=1)
-    if period <= timedelta(0):
-        problems.append(Problem("must be more than 0", field="--schedule-period"))
-    if not (math.isfinite(args.cycle_limit) and args.cycle_limit > 0):
-        problems.append(Problem("must be a number of seconds above 0", field="--cycle-limit"))
-    if problems:
-        raise InputError(problems)
-    return engines, until, period
-
-
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from .simulate import InvalidState, jobs_csv, series_csv, simulate, table, to_json
+    from .simulate.command import InvalidState, run
 
     instance = _load(args)
     _print_warnings(instance.warnings, args.quiet)
-    engines, until, period = _simulation_settings(args, instance)
-    options = SolveOptions(time_limit=args.cycle_limit, seed=args.seed, quiet=True, reasons=False)
-
-    def progress(at: object, seconds: float, events: int, cycles: int) -> None:
-        print(
-            f"simulated {at}  wall {seconds:.1f}s  events {events}  cycles {cycles}",
-            file=sys.stderr,
-        )
-
-    runs = []
-    for engine in engines:
-        try:
-            runs.append(
-                simulate(
-                    instance,
-                    engine,
-                    options,
-                    until=until,
-                    period=period,
-                    resume=args.resume,
-                    check=not args.no_verify,
-                    progress=None if args.quiet else _throttled(progress),
-                )
-            )
-        except InvalidState as err:
-            print(f"error: {err}", file=sys.stderr)
-            return EXIT_VIOLATIONS
-    if args.jobs_out:
-        write_atomic(args.jobs_out, jobs_csv(runs))
-    if args.series:
-        write_atomic(args.series, series_csv(runs))
-    if args.json:
-        write_atomic(args.json, to_json(runs))
-    sys.stdout.write(table(runs))
+    try:
+        sys.stdout.write(run(args, instance))
+    except InvalidState as err:
+        print(f"error: {err}", file=sys.stderr)
+        return EXIT_VIOLATIONS
     return EXIT_OK
-
-
-def _throttled(report: Callable[..., None], every: float = 5.0) -> Callable[..., None]:
-    """``report`` at most once every ``every`` wall seconds: a line a cycle would flood."""
-    last = [-math.inf]
-
-    def call(*values: object) -> None:
-        now = time.perf_counter()
-        if now - last[0] >= every:
-            last[0] = now
-            report(*values)
-
-    return call
 
 
 def _package_version() -> str:
@@ -607,51 +515,7 @@ def build_parser() -> argparse.ArgumentParser:
         "simulate", help="the cluster over time: every scheduling cycle decided by an engine"
     )
     input_arguments(p)
-    p.add_argument(
-        "--engines",
-        default="greedy",
-        help="engines to run on the same timeline, comma-separated: greedy (Volcano every "
-        "cycle), cpsat (CP-SAT every cycle, greedy as hint and floor); default greedy",
-    )
-    p.add_argument(
-        "--until",
-        metavar="TIME",
-        help="stop here: an RFC 3339 time, or a Go duration after now (default: when nothing "
-        "can change any more)",
-    )
-    p.add_argument(
-        "--cycle-limit",
-        type=float,
-        default=10.0,
-        metavar="S",
-        help="wall-clock seconds of each cpsat cycle (default 10)",
-    )
-    p.add_argument(
-        "--schedule-period",
-        default="1s",
-        metavar="DURATION",
-        help="the least time between two cycles, Volcano's --schedule-period (default 1s)",
-    )
-    p.add_argument(
-        "--resume",
-        action="store_true",
-        help="a job that loses its gang keeps the work done (checkpointing); default: it "
-        "restarts from scratch",
-    )
-    p.add_argument("--seed", type=int, default=0, help="random seed of both engines (default 0)")
-    p.add_argument(
-        "--no-verify", action="store_true", help="do not verify each cycle's plan (faster)"
-    )
-    p.add_argument(
-        "--jobs", dest="jobs_out", metavar="CSV", help="write one row per job and engine here"
-    )
-    p.add_argument(
-        "--series",
-        metavar="CSV",
-        help="write the time series (GPUs allocated, pending and running jobs) here",
-    )
-    p.add_argument("--json", help="write the summaries, the jobs and the series as JSON here")
-    p.add_argument("-q", "--quiet", action="store_true", help="no warnings, no progress")
+    simulate_arguments(p)
     p.set_defaults(func=cmd_simulate)
 
     p = sub.add_parser("sweep", help="solve the variants of a what-if file with both engines")

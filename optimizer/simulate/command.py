@@ -1,0 +1,169 @@
+"""The ``vcopt simulate`` command: its options, their checks, and one run per engine on the
+same timeline, written out at the end (the command module only loads the input and maps the
+outcome to an exit code)."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+from models.errors import InputError, Problem
+from models.golang import parse_go_duration
+from models.instance import Instance
+from models.io.values import as_utc, read_datetime
+
+from ..atomic import write_atomic
+from ..options import SolveOptions
+from ..solve import ENGINES
+from .cycle import InvalidState
+from .results import jobs_csv, series_csv, table, to_json
+from .run import simulate
+
+__all__ = ["InvalidState", "add_arguments", "run"]
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of ``simulate`` beside the instance files."""
+    p.add_argument(
+        "--engines",
+        default="greedy",
+        help="engines to run on the same timeline, comma-separated: greedy (Volcano every "
+        "cycle), cpsat (CP-SAT every cycle, greedy as hint and floor); default greedy",
+    )
+    p.add_argument(
+        "--until",
+        metavar="TIME",
+        help="stop here: an RFC 3339 time, or a Go duration after now (default: when nothing "
+        "can change any more)",
+    )
+    p.add_argument(
+        "--cycle-limit",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="wall-clock seconds of each cpsat cycle (default 10)",
+    )
+    p.add_argument(
+        "--schedule-period",
+        default="1s",
+        metavar="DURATION",
+        help="the least time between two cycles, Volcano's --schedule-period (default 1s)",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="a job that loses its gang keeps the work done (checkpointing); default: it "
+        "restarts from scratch",
+    )
+    p.add_argument("--seed", type=int, default=0, help="random seed of both engines (default 0)")
+    p.add_argument(
+        "--no-verify", action="store_true", help="do not verify each cycle's plan (faster)"
+    )
+    p.add_argument(
+        "--jobs", dest="jobs_out", metavar="CSV", help="write one row per job and engine here"
+    )
+    p.add_argument(
+        "--series",
+        metavar="CSV",
+        help="write the time series (GPUs allocated, pending and running jobs) here",
+    )
+    p.add_argument("--json", help="write the summaries, the jobs and the series as JSON here")
+    p.add_argument("-q", "--quiet", action="store_true", help="no warnings, no progress")
+
+
+def settings(
+    args: argparse.Namespace, instance: Instance
+) -> tuple[list[str], datetime | None, timedelta]:
+    """``--engines``, ``--until`` and ``--schedule-period`` (``--cycle-limit`` checked too);
+    the instance's timeline checked against its ``now``, each problem named in its file."""
+    problems = []
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    unknown = [e for e in engines if e not in ENGINES]
+    if unknown or not engines or len(set(engines)) < len(engines):
+        problems.append(
+            Problem(
+                f"must list engines among {', '.join(ENGINES)}, each once, got {args.engines!r}",
+                field="--engines",
+            )
+        )
+    until = None
+    if args.until is not None:
+        when = read_datetime(args.until)
+        if when is not None and when.tzinfo is not None:
+            until = as_utc(when)
+        else:
+            try:
+                until = instance.now + parse_go_duration(args.until)
+            except ValueError:
+                until = None
+        if until is None or until < instance.now:
+            problems.append(
+                Problem(
+                    "must be an RFC 3339 time with its offset, or a Go duration after now "
+                    f"(e.g. 24h), not before now; got {args.until!r}",
+                    field="--until",
+                )
+            )
+    try:
+        period = parse_go_duration(args.schedule_period)
+    except ValueError as err:
+        problems.append(Problem(str(err), field="--schedule-period"))
+        period = timedelta(seconds=1)
+    if period <= timedelta(0):
+        problems.append(Problem("must be more than 0", field="--schedule-period"))
+    if not (math.isfinite(args.cycle_limit) and args.cycle_limit > 0):
+        problems.append(Problem("must be a number of seconds above 0", field="--cycle-limit"))
+    if problems:
+        raise InputError(problems)
+    return engines, until, period
+
+
+def run(args: argparse.Namespace, instance: Instance) -> str:
+    """Every engine's run on ``instance``'s timeline; the outputs written, the comparison
+    table returned. :class:`InvalidState` when a cycle's plan fails verification."""
+    engines, until, period = settings(args, instance)
+    options = SolveOptions(time_limit=args.cycle_limit, seed=args.seed, quiet=True, reasons=False)
+
+    def progress(at: object, seconds: float, events: int, cycles: int) -> None:
+        print(
+            f"simulated {at}  wall {seconds:.1f}s  events {events}  cycles {cycles}",
+            file=sys.stderr,
+        )
+
+    runs = [
+        simulate(
+            instance,
+            engine,
+            options,
+            until=until,
+            period=period,
+            resume=args.resume,
+            check=not args.no_verify,
+            progress=None if args.quiet else _throttled(progress),
+        )
+        for engine in engines
+    ]
+    if args.jobs_out:
+        write_atomic(args.jobs_out, jobs_csv(runs))
+    if args.series:
+        write_atomic(args.series, series_csv(runs))
+    if args.json:
+        write_atomic(args.json, to_json(runs))
+    return table(runs)
+
+
+def _throttled(report: Callable[..., None], every: float = 5.0) -> Callable[..., None]:
+    """``report`` at most once every ``every`` wall seconds: a line a cycle would flood."""
+    last = [-math.inf]
+
+    def call(*values: object) -> None:
+        now = time.perf_counter()
+        if now - last[0] >= every:
+            last[0] = now
+            report(*values)
+
+    return call
