@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import stat
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -114,6 +115,39 @@ def write_atomic(path: str | Path, data: str | bytes) -> None:
         raise OSError(err.errno, err.strerror, str(target)) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_all(outputs: Sequence[tuple[str | Path, str | bytes]]) -> None:
+    """Write several outputs of one command all or none: each regular file is written to its
+    temporary file first, and only when every one is complete are they renamed into place
+    (streams, which cannot be staged, are written once the files are). A failure leaves every
+    target as it was and names the target it was writing."""
+    staged: list[tuple[str, Path]] = []
+    streams: list[tuple[Path, bytes]] = []
+    try:
+        for path, data in outputs:
+            target = Path(path)
+            payload = data.encode("utf-8") if isinstance(data, str) else data
+            if _stream(target):
+                streams.append((target, payload))
+                continue
+            try:
+                mode = _mode_for(target)
+                fd, tmp = tempfile.mkstemp(prefix=_temporary_prefix(target), dir=target.parent)
+                staged.append((tmp, target))
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(payload)
+                    os.fchmod(handle.fileno(), mode)
+            except OSError as err:
+                raise OSError(err.errno, err.strerror, str(target)) from None
+        for target, payload in streams:
+            write_atomic(target, payload)
+        for tmp, target in staged:
+            os.replace(tmp, target)
+    except BaseException:
+        for tmp, _ in staged:
+            Path(tmp).unlink(missing_ok=True)
         raise
 
 

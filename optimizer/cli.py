@@ -29,7 +29,7 @@ try:
 
         from . import __version__, compare, show
         from .arguments import engine_report_arguments, input_arguments, solver_arguments
-        from .atomic import unwritable, write_atomic
+        from .atomic import unwritable, write_all, write_atomic
         from .budget import process_started
         from .disruption import breaches
         from .options import OptionError, SolveOptions, parse_queue_budgets, parse_weights
@@ -203,14 +203,16 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if args.engine == "greedy":
         _report_breaches(instance, plan, options, args.quiet)
     _say_if_interrupted(plan)
+    outputs: list[tuple[str, str | bytes]] = []
     if args.plot:
         from . import figures
 
-        figures.write_png(figures.plan_figure(instance, plan), args.plot)
+        outputs.append((args.plot, figures.png_bytes(figures.plan_figure(instance, plan))))
     fmt = format_for(args.output, args.format)
     if args.output:
-        plan.write(args.output, fmt, instance)
-    else:
+        outputs.append((args.output, plan.render(fmt, instance)))
+    write_all(outputs)
+    if not args.output:
         sys.stdout.write(plan.render(fmt, instance))
     return EXIT_OK
 
@@ -240,14 +242,18 @@ def cmd_compare(args: argparse.Namespace) -> int:
         progress.close()
     _report_breaches(instance, greedy, options, args.quiet)
     _say_if_interrupted(cpsat)
+    outputs: list[tuple[str, str | bytes]] = []
     if args.csv:
-        write_atomic(args.csv, compare.to_csv(instance, greedy, cpsat))
+        outputs.append((args.csv, compare.to_csv(instance, greedy, cpsat)))
     if args.json:
-        write_atomic(args.json, compare.to_json(instance, greedy, cpsat))
+        outputs.append((args.json, compare.to_json(instance, greedy, cpsat)))
     if args.plot:
         from . import figures
 
-        figures.write_png(figures.compare_figure(instance, greedy, cpsat), args.plot)
+        outputs.append(
+            (args.plot, figures.png_bytes(figures.compare_figure(instance, greedy, cpsat)))
+        )
+    write_all(outputs)
     sys.stdout.write(compare.table(instance, greedy, cpsat))
     return EXIT_OK
 

@@ -148,3 +148,19 @@ def test_a_queue_budget_given_twice_is_refused(capsys: pytest.CaptureFixture[str
         main(["solve", "instances/demo.yaml", "--queue-eviction-budget", "team-a=1,team-a=2"]) == 2
     )
     assert "queue 'team-a' is given twice" in capsys.readouterr().err
+
+
+def test_several_outputs_are_written_all_or_none(tmp_path: Path) -> None:
+    """The second output cannot be written (its folder is missing): the first, complete and
+    staged, is not renamed into place, and no temporary file is left behind."""
+    from optimizer.atomic import write_all
+
+    first, second = tmp_path / "c.csv", tmp_path / "missing" / "c.json"
+    first.write_text("old\n")
+    with pytest.raises(OSError) as err:
+        write_all([(first, "new\n"), (second, "{}")])
+    assert err.value.filename == str(second)
+    assert first.read_text() == "old\n"
+    assert sorted(os.listdir(tmp_path)) == ["c.csv"]
+    write_all([(first, "new\n"), (tmp_path / "c.json", "{}")])
+    assert first.read_text() == "new\n" and (tmp_path / "c.json").read_text() == "{}"

@@ -16,7 +16,7 @@ from models.golang import parse_go_duration
 from models.instance import Instance
 from models.io.values import as_utc, read_datetime
 
-from ..atomic import write_atomic
+from ..atomic import write_all
 from ..options import SolveOptions
 from ..solve import ENGINES
 from .cycle import InvalidState
@@ -147,12 +147,14 @@ def run(args: argparse.Namespace, instance: Instance) -> str:
         )
         for engine in engines
     ]
+    outputs: list[tuple[str, str]] = []
     if args.jobs_out:
-        write_atomic(args.jobs_out, jobs_csv(runs))
+        outputs.append((args.jobs_out, jobs_csv(runs)))
     if args.series:
-        write_atomic(args.series, series_csv(runs))
+        outputs.append((args.series, series_csv(runs)))
     if args.json:
-        write_atomic(args.json, to_json(runs))
+        outputs.append((args.json, to_json(runs)))
+    write_all(outputs)
     return table(runs)
 
 
