@@ -5,8 +5,9 @@ to make it faster must not change a single decision. This script records, per in
 of the plan's decisions in a canonical order (placements with their devices, evictions,
 pipelined pods, each job's status) and, separately, of the jobs' pending reasons; ``--check``
 re-runs the engine and compares. Inputs are every file in ``instances/`` and generated shapes
-(``vcopt generate --shape S|M|L|XL``) for a few seeds, and ``greedy_speed.py``'s 1,000-node
-cluster.
+(``vcopt generate --shape S|M|L|XL``) for a few seeds, ``greedy_speed.py``'s 1,000-node
+cluster and the realistic instances of ``realistic.py`` (``alibaba-1213:seed``,
+``spot-4278:seed``).
 
     PYTHONPATH=. python benchmarks/greedy_plans.py --check     # compare with the record
     python benchmarks/greedy_plans.py --record                 # write the record
@@ -24,6 +25,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import realistic
+
 from models.instance import Instance
 from models.load import from_dict, load
 from optimizer.generate import CUSTOM, generate
@@ -33,10 +36,21 @@ from optimizer.plan import Plan
 ROOT = Path(__file__).resolve().parent.parent
 INSTANCES = ROOT / "instances"
 RECORD = Path(__file__).resolve().parent / "greedy_plans.json"
-GENERATED = ("S:1", "S:2", "S:3", "M:1", "M:2", "L:1", "custom:1000:5000:1")
-"""Generated cases, ``shape:seed`` or ``custom:nodes:pods:seed`` (``greedy_speed.py``'s
-instance); the engine seed is the generator seed, as in ``scale.py``. ``XL:1`` is recorded
-too but only run when named, as it takes minutes."""
+GENERATED = (
+    "S:1",
+    "S:2",
+    "S:3",
+    "M:1",
+    "M:2",
+    "L:1",
+    "custom:1000:5000:1",
+    "alibaba-1213:1",
+    "spot-4278:1",
+)
+"""Generated cases, ``shape:seed``, ``custom:nodes:pods:seed`` (``greedy_speed.py``'s
+instance) or ``realistic-name:seed``; the engine seed is the generator seed, as in
+``scale.py``. ``XL:1`` and ``XL:7`` are recorded too but only run when named, as they take
+longer."""
 DEFAULT_LOAD = 1.3
 INSTANCE_KIND = "kind: Instance"
 """Marks the files of ``instances/`` that are instances (a sweep file is not)."""
@@ -73,6 +87,10 @@ def cases(selected: Sequence[str] | None) -> Iterator[tuple[str, Instance, int]]
         names = [n for n in names if n in selected or n.removeprefix("instances/") in selected]
         names += [s for s in selected if ":" in s and s not in names]
     for name in names:
+        kind = name.split(":")[0]
+        if kind in realistic.names() and realistic.missing(kind):
+            print(f"{name}: skipped, {realistic.missing(kind)[0]} is not there", file=sys.stderr)
+            continue
         if name.startswith("instances/"):
             yield name, load(ROOT / name), 0
         else:
@@ -81,6 +99,8 @@ def cases(selected: Sequence[str] | None) -> Iterator[tuple[str, Instance, int]]
 
 def generated(name: str) -> dict[str, Any]:
     parts = name.split(":")
+    if parts[0] in realistic.names():
+        return realistic.build(parts[0], int(parts[1]))
     if parts[0] == CUSTOM:
         nodes, pods, seed = (int(p) for p in parts[1:])
         return generate(CUSTOM, seed, DEFAULT_LOAD, nodes=nodes, pods=pods)

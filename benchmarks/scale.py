@@ -1,4 +1,5 @@
-"""Greedy (Volcano) against CP-SAT on generated clusters of growing size (DESIGN §8).
+"""Greedy (Volcano) against CP-SAT on generated clusters of growing size (DESIGN §8), and on
+the realistic instances of ``realistic.py`` (shapes ``alibaba-1213`` and ``spot-4278``).
 
 For each shape an instance is generated and loaded, both engines solve it, and both plans are
 scored with the same staged objective (work, fairness, topology, packing) and checked by the
@@ -9,6 +10,7 @@ resident memory reported for it (the process high-water mark, which includes OR-
 allocations that tracemalloc cannot see) belongs to that shape alone.
 
     python benchmarks/scale.py --shapes S,M:10,M:60,L:60,XL:120 --seed 1 --workers 2 [--json]
+    python benchmarks/scale.py --shapes alibaba-1213:60,spot-4278:120 [--realistic-nodes 300]
 
 A shape may carry its own limit (``M:10``); the others take ``--time-limit``. The CP-SAT row's
 wall time is what ``vcopt solve`` makes the user wait: one budget opens before the greedy
@@ -29,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import ortools
+import realistic
 
 from models.load import from_dict
 from optimizer.budget import Budget
@@ -47,15 +50,26 @@ def _peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def measure(shape: str, seed: int, load: float, time_limit: float, workers: int) -> dict[str, Any]:
-    """Everything reported for one shape; runs in its own process."""
+def measure(
+    shape: str,
+    seed: int,
+    load: float,
+    time_limit: float,
+    workers: int,
+    realistic_nodes: int | None = None,
+) -> dict[str, Any]:
+    """Everything reported for one shape; runs in its own process. A realistic shape is built
+    by ``realistic.py`` (its load is its own; ``realistic_nodes`` makes a smaller one)."""
     started = time.perf_counter()
-    doc = generate(shape, seed, load)
+    if shape in realistic.names():
+        doc = realistic.build(shape, seed, realistic_nodes)
+    else:
+        doc = generate(shape, seed, load)
     generated = time.perf_counter() - started
-    facts = stats(doc)
     started = time.perf_counter()
     instance = from_dict(doc, f"<generated {shape} seed {seed}>")
     loaded = time.perf_counter() - started
+    facts = realistic.describe(instance) if shape in realistic.names() else stats(doc)
     compiled = compile_instance(instance)
 
     started, started_cpu = time.perf_counter(), time.process_time()
@@ -201,18 +215,24 @@ def render(results: Sequence[dict[str, Any]]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shapes", default="S,M", help="comma-separated, from " + ",".join(SHAPES))
+    kinds = [*SHAPES, *realistic.names()]
+    parser.add_argument("--shapes", default="S,M", help="comma-separated, from " + ",".join(kinds))
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--load", type=float, default=1.3, help="GPU demand / GPU capacity")
     parser.add_argument("--time-limit", type=float, default=60.0, help="CP-SAT seconds per shape")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--realistic-nodes", type=int, default=None, help="build smaller realistic instances"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     args = parser.parse_args(argv)
     runs = []
     for item in (s.strip() for s in args.shapes.split(",") if s.strip()):
         shape, _, limit = item.partition(":")
-        if shape not in SHAPES:
-            parser.error(f"unknown shape {shape!r}; choose from {', '.join(SHAPES)}")
+        if shape not in kinds:
+            parser.error(f"unknown shape {shape!r}; choose from {', '.join(kinds)}")
+        if shape in realistic.names() and realistic.missing(shape):
+            parser.error(f"{shape} needs the trace file {realistic.missing(shape)[0]}")
         try:
             seconds = float(limit) if limit else args.time_limit
         except ValueError:
@@ -226,7 +246,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"scale: shape {shape}, limit {seconds:g} s …", file=sys.stderr, flush=True)
         with spawn.Pool(1) as pool:
             results.append(
-                pool.apply(measure, (shape, args.seed, args.load, seconds, args.workers))
+                pool.apply(
+                    measure,
+                    (shape, args.seed, args.load, seconds, args.workers, args.realistic_nodes),
+                )
             )
     if args.json:
         env = {

@@ -6,9 +6,19 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
+import pytest
+
+from models.load import load
+
 ROOT = Path(__file__).resolve().parent.parent
+TRACES = ROOT.parent / "shared" / "data"
+needs_traces = pytest.mark.skipif(
+    not (TRACES / "alibaba-gpu-v2023").is_dir() or not (TRACES / "alibaba-spot-gpu-v2026").is_dir(),
+    reason="trace CSVs not present",
+)
 
 
 def _run(script: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -66,6 +76,46 @@ def test_greedy_speed_runs_on_a_tiny_custom_instance() -> None:
     assert ["instances/demo.yaml", "8"] in [c[:2] for c in cells]
     assert any(c[1:3] == ["20", "60"] for c in cells)
     assert "requirement" in result.stdout
+
+
+@needs_traces
+@pytest.mark.parametrize("kind", ["alibaba-1213", "spot-4278"])
+def test_realistic_builds_a_small_busy_clustered_instance(kind: str, tmp_path: Path) -> None:
+    """45 nodes of the trace's list: racks (tier-1 HyperNodes) of at most 15 nodes, each of
+    one GPU model; some pods running (laid out by the greedy warm-up), some pending; and the
+    same seed writes the same file twice."""
+    first, second = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    for out in (first, second):
+        result = _run("realistic.py", kind, "--nodes", "45", "--seed", "3", "-o", str(out))
+        assert result.returncode == 0, result.stderr
+        assert "45 nodes" in result.stdout
+    assert first.read_bytes() == second.read_bytes()
+    instance = load(first)
+    assert len(instance.nodes) == 45
+    models = {node.name: node.labels["gpu-model"] for node in instance.nodes}
+    racks = [name for name in instance.topology.names if instance.topology.tier(name) == 1]
+    assert racks
+    for rack in racks:
+        members = instance.topology.real_nodes(rack)
+        assert 1 <= len(members) <= 15
+        assert len({models[name] for name in members}) == 1
+    running = Counter(pod.running for pod in instance.pods)
+    assert running[True] > 0 and running[False] > 0
+
+
+@needs_traces
+def test_greedy_speed_runs_on_small_realistic_instances() -> None:
+    """``--realistic`` with ``--realistic-nodes 40``: one row per realistic instance, with its
+    40 nodes; alibaba-1213, which has a pods-per-second requirement, gets a verdict line,
+    spot-4278, which has none, does not."""
+    args = ["--repeat", "1", "--nodes", "20", "--pods", "60", "--realistic-nodes", "40"]
+    result = _run("greedy_speed.py", *args, "--realistic", "alibaba-1213,spot-4278")
+    assert result.returncode == 0, result.stderr
+    rows = {c[0]: c for c in _cells(result.stdout)}
+    for kind in ("alibaba-1213", "spot-4278"):
+        assert rows[f"{kind} seed 1 (40 nodes)"][1] == "40"
+    assert "- alibaba-1213 seed 1 (40 nodes):" in result.stdout
+    assert "- spot-4278 seed 1" not in result.stdout
 
 
 def test_affinity_runs_on_a_tiny_zoned_cluster() -> None:

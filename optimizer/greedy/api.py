@@ -95,6 +95,17 @@ def vempty(a: list[int]) -> bool:
     return all(x <= 0 for i, x in enumerate(a) if i != POD_DIM)
 
 
+def pod_index(name: str) -> int | None:
+    """The index suffix ``CompareTask`` reads: the last ``-`` token when there are ≥ 3."""
+    parts = name.split("-")
+    if len(parts) < 3:
+        return None
+    try:
+        return int(parts[-1])
+    except ValueError:
+        return None
+
+
 @dataclass(eq=False)
 class TaskInfo:
     """One pod in the session (``api.TaskInfo``)."""
@@ -125,6 +136,12 @@ class TaskInfo:
     fit_shape: int = -1
     """Number of the task's fit shape in the session's fit cache (``fit_cache``); -1 until
     the first node check, -2 when a predicate plugin declared the task uncacheable."""
+
+    @cached_property
+    def name_index(self) -> int | None:
+        """:func:`pod_index` of the pod's name, parsed once: every comparison of two tasks
+        reads it."""
+        return pod_index(self.name)
 
     @cached_property
     def init_needs(self) -> tuple[tuple[int, int], ...]:
@@ -198,6 +215,9 @@ class JobInfo:
     """Tasks per status, kept by :meth:`set_status`: gang asks for them at every placement,
     and counting the tasks each time would be quadratic in the size of the job."""
     pending_best_effort: int = 0
+    status_changes: int = 0
+    """How many status changes the job's tasks went through: what is derived from the
+    statuses can be kept while it stays the same."""
 
     def __post_init__(self) -> None:
         for task in self.tasks.values():
@@ -213,6 +233,7 @@ class JobInfo:
         self._tally(task, -1)
         task.status = status
         self._tally(task, 1)
+        self.status_changes += 1
 
     def count(self, statuses: frozenset[Status] | set[Status]) -> int:
         return sum(self.status_counts.get(s, 0) for s in statuses)
@@ -349,12 +370,27 @@ class NodeInfo:
 
 
 class NodeList(list[NodeInfo]):
-    """A fixed list of nodes in node-index order (the cluster's, or one HyperNode's), with
-    their indices as an array, which lets a scan read per-node arrays at those positions."""
+    """A fixed list of nodes (the cluster's or one HyperNode's in node-index order, or the
+    nodes a scan found) with their indices as an array, which lets a scan read per-node
+    arrays at those positions."""
+
+    @classmethod
+    def of(cls, nodes: list[NodeInfo], indices: np.ndarray) -> NodeList:
+        """``nodes`` whose indices (in order) are already known."""
+        made = cls(nodes)
+        made.__dict__["indices"] = indices
+        return made
 
     @cached_property
     def indices(self) -> np.ndarray:
-        return np.array([node.index for node in self], dtype=np.intp)
+        return np.fromiter((node.index for node in self), dtype=np.intp, count=len(self))
+
+    @cached_property
+    def objects(self) -> np.ndarray:
+        """The nodes as an object array, to pick many of them by position at once."""
+        objects = np.empty(len(self), dtype=object)
+        objects[:] = self
+        return objects
 
 
 @dataclass(eq=False)

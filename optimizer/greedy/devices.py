@@ -219,11 +219,11 @@ def fit(
             if found == request.nums:
                 break
         if found < request.nums:
-            return FitFailure(UNSCHEDULABLE, _shortage(node, request, found, filtered), PLUGIN)
+            return FitFailure(UNSCHEDULABLE, shortage(node, request, found, filtered), PLUGIN)
     return DeviceFit(tuple(chosen), score)
 
 
-def _shortage(node: NodeInfo, request: GpuRequest, found: int, filtered: int) -> str:
+def shortage(node: NodeInfo, request: GpuRequest, found: int, filtered: int) -> str:
     """Why a container found too few devices: the devices the pod's type, UUID or health
     filter rules out are not counted as "not free", so a node whose cards are all of the
     wrong type never reads as a node that is merely full."""

@@ -29,6 +29,7 @@ HOOK_FLAGS = {
     "node_order": "NodeOrder",
     "node_order_key": "NodeOrder",
     "batch_node_order": "NodeOrder",
+    "batch_node_order_array": "NodeOrder",
     "hypernode_order": "HyperNodeOrder",
     "hypernode_gradient": "HyperNodeGradient",
     "allocatable": "Allocatable",
@@ -92,25 +93,14 @@ class Plugin:
         return None
 
 
-def pod_index(name: str) -> int | None:
-    """The index suffix ``CompareTask`` reads: the last ``-`` token when there are ≥ 3
-    (remembered: every sift of a task heap compares two names)."""
-    parts = name.split("-")
-    if len(parts) < 3:
-        return None
-    try:
-        return int(parts[-1])
-    except ValueError:
-        return None
-
-
 def compare_task(left: TaskInfo, right: TaskInfo) -> int:
     """``controllers/job/helpers.CompareTask``: index suffix, then creation time, then UID.
 
     Pods of one snapshot share a creation time, so the UID decides; vcopt's UID is the
     ``namespace/name`` key, which orders like Volcano's test UIDs (``namespace-name``).
+    The index suffix is the task's :attr:`TaskInfo.name_index` (``pod_index``).
     """
-    li, ri = pod_index(left.name), pod_index(right.name)
+    li, ri = left.name_index, right.name_index
     if li is not None and ri is not None and li != ri:
         return -1 if li < ri else 1
     if left.uid == right.uid:

@@ -3,11 +3,12 @@
 Volcano scans from a global rotating offset and stops after ``numNodesToFind`` feasible nodes;
 which nodes it finds, how far the offset moves and the fit errors it reports are all part of
 its decision. The scan here gives exactly those results by two routes: node by node through
-the fit cache, or — for a whole-cluster scan of a shape with dense verdicts
-(:mod:`fit_cache`) — with array operations that pick the first K passing nodes after the
-offset and keep the failures of the nodes passed over as an array in scan order. Both routes
-read and write the same error cache of one placement call (:class:`RoleCache`), so a job whose
-tasks take different routes is scanned as if by one.
+the fit cache (a task whose verdicts cannot be cached, a handful of nodes), or with array
+operations on every node's failure number for the task's shape (:func:`failures_of`), which
+pick the first K passing nodes after the offset and keep the failures of the nodes passed
+over as an array in scan order. Both routes read and write the same error cache of one
+placement call (:class:`RoleCache`), so a job whose tasks take different routes is scanned as
+if by one.
 """
 
 from __future__ import annotations
@@ -19,15 +20,18 @@ import numpy as np
 
 from .api import NodeInfo, NodeList, TaskInfo
 from .devices import PLUGIN as DEVICE_PLUGIN
-from .fit_cache import PASSES, FitCache, dense_fits, fit_table, lookup
-from .nodes import device_key, verdict
+from .fit_cache import PASSES, FitCache, FitTable, ScannedSet, fit_table, lookup, node_failures
+from .nodes import device_failure, device_key, device_numbers, verdict
 from .session import FitFailure, Session
 
 MIN_FEASIBLE_NODES = 100
 MIN_PERCENTAGE = 5
 DEVICE_SHORTAGE = "node(s) without the free GPU devices requested"
-ARRAY_SCAN_MIN = 16
+ARRAY_SCAN_MIN = 8
 """Below this many nodes a node-by-node scan costs less than the array operations."""
+ONE_BY_ONE = 6
+"""A kept scan of a node set is brought up to date node by node when at most this many of
+its nodes changed, and checked again with arrays otherwise."""
 
 
 def nodes_to_find(total: int) -> int:
@@ -157,9 +161,9 @@ def predicate_nodes(
         return []
     table = fit_table(ssn, task, device_key)
     if table is not None and isinstance(nodes, NodeList) and total >= ARRAY_SCAN_MIN:
-        dense = dense_fits(ssn, table, lambda node: verdict(ssn, task, node))
-        if dense is not None:
-            return _array_scan(ssn, task, nodes, dense.failures, report, role_cache)
+        failures = failures_of(ssn, task, table, nodes)
+        if failures is not None:
+            return _array_scan(ssn, task, nodes, failures, report, role_cache)
     if report.scanned:
         report.materialise()
     want = nodes_to_find(total)
@@ -183,10 +187,45 @@ def predicate_nodes(
             report.failures[node.name] = failure
             if role_cache is not None and role:
                 role_cache.record(role, node, failure)
-    if table is not None:
-        table.visited += processed
     ssn.last_processed_node = (start + processed) % total
     return feasible
+
+
+def failures_of(
+    ssn: Session, task: TaskInfo, table: FitTable, nodes: NodeList
+) -> np.ndarray | None:
+    """The failure number of ``task`` on each of ``nodes``, in their order (None without node
+    arrays). The numbers of the shape's last scan of the same node set are kept: when only a
+    few of its nodes changed since (a placement, or a dry run not yet undone), those are
+    checked one by one (:func:`nodes.verdict`); otherwise the set is checked with arrays
+    (:func:`fit_cache.node_failures`)."""
+    arrays = ssn.arrays()
+    if arrays is None:
+        return None
+    whole = nodes is ssn.node_list
+    indices = None if whole else nodes.indices
+    versions = arrays.version if whole else arrays.version[indices]
+    held = table.scanned.get(id(nodes))
+    if held is not None and held.nodes is nodes:
+        changed = (held.versions != versions).nonzero()[0]
+        if len(changed) <= ONE_BY_ONE:
+            number = ssn.fit_cache.number
+            for k in changed.tolist():
+                held.numbers[k] = number(verdict(ssn, task, nodes[k]).failure)
+            held.versions[changed] = versions[changed]
+            return held.numbers
+    numbers = node_failures(
+        ssn,
+        task,
+        table,
+        indices,
+        lambda node: ssn.predicate(task, node),
+        lambda node: device_failure(ssn, task, node),
+        lambda arrays: device_numbers(ssn, task, arrays, indices),
+    )
+    if numbers is not None:
+        table.scanned[id(nodes)] = ScannedSet(nodes, numbers, versions.copy())
+    return numbers
 
 
 def _array_scan(
@@ -197,29 +236,44 @@ def _array_scan(
     report: FitReport,
     role_cache: RoleCache | None,
 ) -> list[NodeInfo]:
-    """The scan of ``nodes`` on the shape's failure number per node index (``failures``): the
-    same nodes, offset and failures as the node-by-node scan, without a loop over nodes."""
+    """The scan of ``nodes`` on the shape's failure number of each of them (``failures``, in
+    their order): the same nodes, offset and failures as the node-by-node scan, without a
+    loop over nodes."""
     total = len(nodes)
     whole = nodes is ssn.node_list
     start = ssn.last_processed_node % total
-    current = failures if whole else failures[nodes.indices]
     role = task.role
     recorded = None
     if role_cache is not None and role:
         numbers = role_cache.numbers(role)
         recorded = numbers if whole else numbers[nodes.indices]
-    effective = current if recorded is None else np.where(recorded != PASSES, recorded, current)
-    in_order = np.concatenate((effective[start:], effective[:start]))
+    effective = failures if recorded is None else np.where(recorded != PASSES, recorded, failures)
+    in_order = np.concatenate((effective[start:], effective[:start])) if start else effective
     want = nodes_to_find(total)
-    passing = np.flatnonzero(in_order == PASSES)[:want]
+    passing = (in_order == PASSES).nonzero()[0][:want]
     processed = int(passing[-1]) + 1 if len(passing) == want else total
-    report.scanned.append(_Scanned(in_order[:processed], start, nodes))
+    # The report keeps its own copy: ``failures`` may be a kept scan that changes later.
+    report.scanned.append(
+        _Scanned(
+            in_order[:processed].copy() if in_order is failures else in_order[:processed],
+            start,
+            nodes,
+        )
+    )
     if recorded is not None and role_cache is not None:
         # Every failing node passed over is recorded; a node recorded before keeps its entry,
-        # which ``effective`` already holds.
-        rotated = np.concatenate((recorded[start:], recorded[:start]))
-        rotated[:processed] = in_order[:processed]
-        back = np.concatenate((rotated[total - start :], rotated[: total - start]))
-        role_cache.numbers(role)[nodes.indices] = back
+        # which ``effective`` already holds. The nodes passed over are one or two runs of
+        # positions: from the offset on, then from the start of the set.
+        first = slice(start, min(start + processed, total))
+        second = slice(0, max(0, start + processed - total))
+        numbers = role_cache.numbers(role)
+        for part in (first, second):
+            if whole:
+                numbers[part] = effective[part]
+            else:
+                numbers[nodes.indices[part]] = effective[part]
     ssn.last_processed_node = (start + processed) % total
-    return [nodes[(start + k) % total] for k in passing.tolist()]
+    found = passing + start
+    if start:
+        found %= total
+    return NodeList.of(nodes.objects[found].tolist(), nodes.indices[found])

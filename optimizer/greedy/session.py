@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from models.cluster import Node
 from models.instance import Instance
@@ -27,6 +27,7 @@ from .api import (
     QueueInfo,
     Status,
     TaskInfo,
+    pod_index,
     vadd,
     vsub,
 )
@@ -44,10 +45,14 @@ from .framework import (
     Plugin,
     ScoreSkip,
     compare_task,
-    pod_index,
 )
+from .node_arrays import NodeArrays
+from .score_arrays import Versioned
 from .session_plugins import SessionPlugins
 from .statement import Operation, Statement
+
+if TYPE_CHECKING:
+    from .eviction_filters import ReclaimableRoom
 
 __all__ = [
     "ABSTAIN",
@@ -123,27 +128,39 @@ class Session(SessionPlugins):
         self._fn_cache: dict[str, list[Callable[..., Any]]] = {}
         self._options: dict[str, PluginOption] = {}
         self.event_handlers: list[EventHandler] = []
+        self._handled = 0
+        """How many of ``event_handlers`` the two lists below were made from."""
+        self._on_allocate: list[Callable[[Event], None]] = []
+        self._on_deallocate: list[Callable[[Event], None]] = []
         self.plugins: dict[str, Plugin] = {}
         self.hypernode_decisions: dict[str, str] = {}
         self.device_policy = ""
         """vGPU device order (deviceshare ``SchedulePolicy``); set by that plugin at open."""
         self.device_fits: dict[tuple[int, int], tuple[int, Any]] = {}
         """(task ``device_key``, node index) → (the node's ``gpu_version``, fit result)."""
+        self.device_fits_by_version: dict[tuple[int, int, int], Any] = {}
+        """(task ``device_key``, node index, node ``version``) → fit result."""
         self.device_signatures: dict[Hashable, int] = {}
         """Device request signature → its number (a task's ``device_key``)."""
         self.device_rules: dict[int, Any] = {}
         """Device request number → its ``devices.DeviceRules``."""
+        self.device_usable: dict[Hashable, dict[tuple[int, bool], tuple[bool, ...]]] = {}
+        """Device filters → the usable devices of each node (``DeviceRules.usable``)."""
         self._hypernode_nodes: dict[str, NodeList] = {}
         self.kube_nodes: Any = None
         """The kube-scheduler NodeInfo view ``predicates`` and ``nodeorder`` share."""
         self.score_keys: dict[str, Hashable] = {}
         """Task uid → its ``node_order_key`` (``nodes.node_orders``)."""
-        self.score_tables: dict[Hashable, dict[int, tuple[int, float]]] = {}
-        """Score key → node index → (node version, Σ NodeOrderFn)."""
+        self.score_tables: dict[Hashable, Versioned] = {}
+        """Score key → Σ NodeOrderFn per node, with the version it holds for."""
         self.node_changes: list[int] = []
         """Index of every node touched, in order (``NodeInfo.touch``; read by ``fit_cache``)."""
         self.fit_cache = FitCache()
         """Node-check verdicts per fit shape and node version (``fit_cache``)."""
+        self._arrays: NodeArrays | None = None
+        self._arrays_made = False
+        self.reclaim_room: ReclaimableRoom | None = None
+        """What reclaim may take on each node (``eviction_filters``), made by its first use."""
         self.last_processed_node = 0
         """Volcano's global rotating scan offset (``lastProcessedNodeIndex``)."""
         self._build_state()
@@ -281,11 +298,14 @@ class Session(SessionPlugins):
             job.allocated = vadd(job.allocated, task.resreq)
 
     def _fire(self, allocate: bool, task: TaskInfo) -> None:
+        """Every handler's allocate (or deallocate) function, in registration order."""
+        if self._handled != len(self.event_handlers):
+            self._on_allocate = [h.allocate for h in self.event_handlers if h.allocate]
+            self._on_deallocate = [h.deallocate for h in self.event_handlers if h.deallocate]
+            self._handled = len(self.event_handlers)
         event = Event(task)
-        for handler in self.event_handlers:
-            fn = handler.allocate if allocate else handler.deallocate
-            if fn is not None:
-                fn(event)
+        for fn in self._on_allocate if allocate else self._on_deallocate:
+            fn(event)
 
     def _book_gpus(self, task: TaskInfo, node: NodeInfo) -> None:
         if task.gpus:
@@ -416,6 +436,15 @@ class Session(SessionPlugins):
             found = NodeList(sorted(members, key=lambda n: n.index))
             self._hypernode_nodes[hypernode] = found
         return found
+
+    def arrays(self) -> NodeArrays | None:
+        """The nodes' resource arrays, current (``node_arrays``); None when the instance's
+        amounts are too large for them. Made at the first call, after every plugin has
+        opened, so that the snapshot is complete."""
+        if not self._arrays_made:
+            self._arrays = NodeArrays.of(self.node_list, self.node_changes, len(self.dims))
+            self._arrays_made = True
+        return self._arrays.sync() if self._arrays is not None else None
 
     def queue_of(self, job: JobInfo) -> QueueInfo | None:
         return self.queues.get(job.queue)

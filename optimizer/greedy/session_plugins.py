@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
+import numpy as np
+
 from models.scheduler_conf import PluginOption
 
 from .api import (
@@ -25,6 +27,7 @@ from .framework import (
     ScoreSkip,
     compare_task,
 )
+from .node_arrays import NodeArrays
 
 
 class SessionPlugins:
@@ -174,6 +177,32 @@ class SessionPlugins:
             for name, score in fn(task, nodes).items():
                 scores[name] = scores.get(name, 0.0) + score
         return scores
+
+    def batch_node_order_array(
+        self, task: TaskInfo, nodes: Sequence[NodeInfo], indices: np.ndarray, arrays: NodeArrays
+    ) -> np.ndarray | None:
+        """:meth:`batch_node_order` as an array over ``nodes`` (their indices ``indices``),
+        added in the same order; None unless every BatchNodeOrderFn has an array twin
+        (``batch_node_order_array``, registered by the same plugin) and it gives an array."""
+        plugins = self._plugins_of("batch_node_order")
+        if plugins != self._plugins_of("batch_node_order_array"):
+            return None
+        total = np.zeros(len(nodes), dtype=np.float64)
+        for fn in self._fns("batch_node_order_array"):
+            part = fn(task, nodes, indices, arrays)
+            if part is None:
+                return None
+            total = total + part
+        return total
+
+    def _plugins_of(self, hook: str) -> list[str]:
+        """The plugins whose functions of ``hook`` are enabled, in call order."""
+        flag = HOOK_FLAGS[hook]
+        return [
+            plugin
+            for plugin, _ in self._hooks[hook]
+            if flag is None or self._options[plugin].enabled(flag)
+        ]
 
     def hypernode_order(
         self, job: JobInfo, hypernodes: dict[str, list[NodeInfo]]

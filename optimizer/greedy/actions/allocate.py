@@ -15,7 +15,7 @@ from models.topology import Topology
 from models.workload import INQUEUE, PENDING
 
 from ..api import JobInfo, NodeInfo, QueueInfo, Status, TaskInfo, vle
-from ..heap import GoHeap
+from ..heap import GoHeap, SortedQueue
 from ..nodes import best_node, device_fit, fits_idle
 from ..scan import FitReport, RoleCache, predicate_nodes
 from ..session import FitFailure, Operation, Session, Statement
@@ -23,15 +23,17 @@ from ..session import FitFailure, Operation, Session, Statement
 
 @dataclass
 class Worksheet:
-    """A job's pending tasks in task order (``organizeJobWorksheet``)."""
+    """A job's pending tasks in task order (``organizeJobWorksheet``).
 
-    tasks: GoHeap
+    Volcano keeps them in a heap ordered by the TaskOrderFns. Task order is a strict total
+    order that does not change during the session (pod priority, then index and UID), so the
+    heap pops them in sorted order: they are sorted once (:class:`heap.SortedQueue`)."""
+
+    tasks: SortedQueue[TaskInfo]
 
     def clone(self) -> Worksheet:
         """An independent copy for a dry run. Volcano's clone pushes every task into a new
-        heap; task order is a strict total order that does not change during the session
-        (pod priority, then index and UID), so a copy of the heap pops the same tasks in the
-        same order."""
+        heap, which pops the same tasks in the same order."""
         return Worksheet(self.tasks.copy())
 
     def empty(self) -> bool:
@@ -39,11 +41,12 @@ class Worksheet:
 
 
 def worksheet(ssn: Session, job: JobInfo) -> Worksheet:
-    heap: GoHeap = GoHeap(ssn.task_order)
-    for task in sorted(job.tasks.values(), key=lambda t: t.uid):
-        if task.status is Status.PENDING and not task.best_effort:
-            heap.push(task)
-    return Worksheet(heap)
+    pending = [
+        task
+        for task in job.tasks.values()
+        if task.status is Status.PENDING and not task.best_effort
+    ]
+    return Worksheet(SortedQueue(pending, ssn.task_order))
 
 
 def _schedulable(ssn: Session) -> tuple[GoHeap, dict[str, GoHeap], dict[str, Worksheet]]:
@@ -309,8 +312,12 @@ def allocate_for_subjob(
     Every HyperNode is a fresh dry run: the worksheet is cloned and the failed roles are
     forgotten, or a role that failed in one rack would be skipped in the next.
     """
-    topology = ssn.topology
     for gradient in ssn.hypernode_gradient(job, root, "allocate", True):
+        if len(gradient) == 1:
+            stmt, score = _only_candidate(ssn, job, sheet, gradient[0])
+            if stmt is not None:
+                return stmt, score
+            continue
         found: dict[str, tuple[list[Operation], Worksheet]] = {}
         for hypernode in gradient:
             trial = sheet.clone()
@@ -329,11 +336,40 @@ def allocate_for_subjob(
             operations, trial = found[chosen]
             stmt = ssn.statement()
             stmt.recover(operations)
-            sheet.tasks = trial.tasks
-            old = job.subjob_hypernode
-            job.subjob_hypernode = topology.lca(old, chosen) if old else chosen
+            _chosen(ssn, job, sheet, trial, chosen)
             return stmt, top
     return None, 0.0
+
+
+def _only_candidate(
+    ssn: Session, job: JobInfo, sheet: Worksheet, hypernode: str
+) -> tuple[Statement | None, float]:
+    """A gradient of one HyperNode: its dry run, if it finds a placement, is the one chosen.
+
+    Volcano discards the dry run, scores the HyperNodes that found one (on the session as it
+    was before the dry runs) and replays the winner's operations. With one candidate the
+    winner is known, so the dry run is kept instead of discarded and replayed (the same
+    session state, with the same operations), and the score is read before it, on the same
+    state the discard would have restored. The HyperNode order reads only such state (the
+    HyperNodes' usage and the job's placed tasks, which the discard restores)."""
+    scores = ssn.hypernode_order(job, {hypernode: ssn.nodes_in(hypernode)})
+    trial = sheet.clone()
+    job.role_fit_failed.clear()
+    stmt = allocate_tasks(ssn, job, trial, ssn.nodes_in(hypernode))
+    if stmt is None:
+        return None, 0.0
+    if not stmt.operations:
+        stmt.discard()
+        return None, 0.0
+    _chosen(ssn, job, sheet, trial, hypernode)
+    return stmt, scores.get(hypernode, 0.0)
+
+
+def _chosen(ssn: Session, job: JobInfo, sheet: Worksheet, trial: Worksheet, chosen: str) -> None:
+    """The subjob goes on with the chosen dry run's worksheet, its HyperNode joined in."""
+    sheet.tasks = trial.tasks
+    old = job.subjob_hypernode
+    job.subjob_hypernode = ssn.topology.lca(old, chosen) if old else chosen
 
 
 def topology_reason(ssn: Session, job: JobInfo, gradients: list[list[str]]) -> str:

@@ -26,6 +26,7 @@ from models.scheduler_conf import PreemptArguments
 from models.workload import PENDING
 
 from ..api import PREEMPTABLE_STATUSES, JobInfo, NodeInfo, QueueInfo, Status, TaskInfo, vadd, vle
+from ..eviction_filters import may_free_mask
 from ..heap import GoHeap
 from ..nodes import check_node, device_fit
 from ..plugins.interpod import PreemptionState, prefilter
@@ -134,8 +135,13 @@ def _preemptees(node: NodeInfo, jobs: frozenset[str], best_effort: bool) -> list
 
 
 def candidate_nodes(ssn: Session, task: TaskInfo) -> list[NodeInfo]:
-    """``PredicateForPreemptAction`` over all nodes, in node order (see :func:`may_free`)."""
-    return [node for node in ssn.node_list if may_free(ssn, task, node)]
+    """``PredicateForPreemptAction`` over all nodes, in node order (see :func:`may_free`),
+    read from the fit cache's verdicts when the task's are cacheable."""
+    mask = may_free_mask(ssn, task)
+    if mask is None:
+        return [node for node in ssn.node_list if may_free(ssn, task, node)]
+    nodes = ssn.node_list
+    return [nodes[i] for i in mask.nonzero()[0].tolist()]
 
 
 def may_free(ssn: Session, task: TaskInfo, node: NodeInfo) -> bool:

@@ -11,9 +11,12 @@ the decision to the next tier (§8.2, §9.4).
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from models.workload import PENDING
 
 from ..api import JobInfo, NodeInfo, QueueInfo, Status, TaskInfo, vle
+from ..eviction_filters import reclaim_candidates
 from ..heap import GoHeap
 from ..session import Session, Statement
 from ..victims import victim_order, victim_queue
@@ -48,15 +51,25 @@ def execute(ssn: Session) -> None:
 
 
 def _reclaim_for_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> None:
+    """One statement for the job's pending tasks.
+
+    A task that found no node changed nothing, so the next task asking the same of nodes and
+    queues (:func:`_same_ask`) finds none either while the session stays as it was (no node
+    changed since, by the change log): it is not tried again."""
     stmt = ssn.statement()
     tasks = pending_tasks(ssn, job)
+    failed: dict[Hashable, int] = {}
     while not tasks.empty():
         task = tasks.pop()
         if task.preemption_policy == NEVER or not ssn.preemptive(queue, task):
             continue
         if ssn.pre_predicate(task) is not None:
             continue
-        _reclaim_for_task(ssn, stmt, task)
+        ask = _same_ask(ssn, task)
+        if ask is not None and failed.get(ask) == len(ssn.node_changes):
+            continue
+        if not _reclaim_for_task(ssn, stmt, task) and ask is not None:
+            failed[ask] = len(ssn.node_changes)
     if ssn.job_pipelined(job):
         stmt.commit()
     else:
@@ -77,21 +90,34 @@ def _reclaimees(ssn: Session, task: TaskInfo, node: NodeInfo) -> list[TaskInfo]:
     return out
 
 
-def _reclaim_for_task(ssn: Session, stmt: Statement, task: TaskInfo) -> None:
+def _same_ask(ssn: Session, task: TaskInfo) -> Hashable | None:
+    """What :func:`_reclaim_for_task` reads of a task: its job (and so its queue), its requests
+    and what the predicates read of it; None when the predicates read more (the task's
+    verdicts are not cacheable)."""
+    keys = ssn.predicate_key(task)
+    if keys is None:
+        return None
+    return (task.job, tuple(task.init_resreq), tuple(task.resreq), keys)
+
+
+def _reclaim_for_task(ssn: Session, stmt: Statement, task: TaskInfo) -> bool:
     """``reclaimForTask``: the first node, in node order, that passes the preempt-style
-    predicate and whose reclaimable victims make room wins.
+    predicate and whose reclaimable victims make room wins; whether one did.
 
     ``ValidateVictims`` has checked that evicting every victim makes room, and each eviction
     adds exactly the victim's request to the node's future idle, so the loop always ends with
-    the task fitting.
+    the task fitting. The nodes that cannot pass the first two checks are filtered out at
+    once when the arrays allow (:func:`eviction_filters.reclaim_candidates`).
     """
-    for node in ssn.node_list:
-        if not may_free(ssn, task, node):
+    candidates = reclaim_candidates(ssn, task)
+    for node in ssn.node_list if candidates is None else candidates:
+        # The candidates read from arrays already pass these two checks.
+        if candidates is None and not may_free(ssn, task, node):
             continue
         reclaimees = _reclaimees(ssn, task, node)
         # Victims are a subset of the reclaimees: if all of them cannot make room, no choice of
         # the plugins can, and asking them is wasted work on a busy cluster.
-        if not validate_victims(task, node, reclaimees):
+        if candidates is None and not validate_victims(task, node, reclaimees):
             continue
         # Capacity's Reclaimable walks its candidates in victim order (§5.4), and which tasks
         # it takes depends on that walk; the other plugins walk them in Go map order, i.e. in
@@ -103,4 +129,5 @@ def _reclaim_for_task(ssn: Session, stmt: Statement, task: TaskInfo) -> None:
         while not vle(task.init_resreq, node.future_idle):
             stmt.evict(order.pop(), REASON)
         pipeline(stmt, task, node)
-        return
+        return True
+    return False

@@ -15,6 +15,9 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from operator import add, sub
+
+import numpy as np
 
 from models.topology import Topology
 
@@ -90,11 +93,19 @@ class NetworkTopologyAwarePlugin(Plugin):
         self.weight_sum = sum(weights.values())
         self._build_sums(ssn)
         self._min_resources: dict[str, _Need] = {}
+        self._subjob_needs: dict[str, tuple[int, _Need]] = {}
+        """Job uid → (its ``status_changes`` then, the Σ InitResreq of its pending tasks)."""
+        self._requests: dict[str, list[int]] = {}
+        self._lca_known: dict[tuple[int, str], float] = {}
+        """(leaf number, anchor HyperNode) → ``_lca_score`` (the topology is fixed)."""
+        self._on_leaf_kept: dict[str, tuple[int, Counter[str | None]]] = {}
+        """Job uid → the Σ Resreq of all its tasks (``hypernode_order``; fixed)."""
         self._placed: dict[str, str] = {}
         """Task uid → node of the allocate events not yet undone."""
         ssn.add("hypernode_gradient", self.name, self.hypernode_gradient)
         ssn.add("hypernode_order", self.name, self.hypernode_order)
         ssn.add("batch_node_order", self.name, self.batch_node_order)
+        ssn.add("batch_node_order_array", self.name, self.batch_node_order_array)
         ssn.add_event_handler(EventHandler(allocate=self._on_allocate, deallocate=self._on_release))
 
     def _build_sums(self, ssn: Session) -> None:
@@ -119,6 +130,13 @@ class NetworkTopologyAwarePlugin(Plugin):
                         total[i] += amount
             self.allocatable[hn], self.idle[hn], self.future_idle[hn], self.used[hn] = sums
         self.leaf = {name: topo.leaf_of(name) for name in ssn.nodes}
+        leaves = sorted({leaf for leaf in self.leaf.values() if leaf is not None})
+        self.leaves: list[str | None] = [*leaves, None]
+        """Every leaf HyperNode, then None (nodes in none): the values of ``leaf_ids``."""
+        at = {leaf: i for i, leaf in enumerate(self.leaves)}
+        self.leaf_ids = np.array(
+            [at[self.leaf[node.name]] for node in ssn.node_list], dtype=np.intp
+        )
         self.tier_range = range(topo.min_tier, topo.top_tier + 1)
         self.tier_members: dict[str, tuple[str | None, ...]] = {}
         """Per node, for each tier of ``tier_range``, the HyperNode of that tier holding it."""
@@ -127,14 +145,21 @@ class NetworkTopologyAwarePlugin(Plugin):
             for hn in sorted(hns):
                 by_tier.setdefault(topo.tier(hn), hn)
             self.tier_members[name] = tuple(by_tier.get(t) for t in self.tier_range)
+        kinds: dict[tuple[str | None, ...], int] = {}
+        self.member_ids = np.array(
+            [kinds.setdefault(self.tier_members[n.name], len(kinds)) for n in ssn.node_list],
+            dtype=np.intp,
+        )
+        """Per node, the number of its ``tier_members`` among the distinct ones."""
+        self.members = list(kinds)
 
     # -- events --------------------------------------------------------------------------
 
     def _shift_used(self, node: str, resreq: Sequence[int], sign: int) -> None:
+        change = add if sign > 0 else sub
         for hn in self.containing.get(node, ()):
             used = self.used[hn]
-            for i, amount in enumerate(resreq):
-                used[i] += sign * amount
+            used[:] = map(change, used, resreq)
 
     def _on_allocate(self, event: Event) -> None:
         task = event.task
@@ -207,12 +232,16 @@ class NetworkTopologyAwarePlugin(Plugin):
         """The job's PodGroup ``minResources``, or for a subjob the Σ ``InitResreq`` of its
         pending tasks (taken now, since pending tasks change during the session)."""
         if subjob:
+            kept = self._subjob_needs.get(job.uid)
+            if kept is not None and kept[0] == job.status_changes:
+                return kept[1]
             total = self.ssn.dims.zero()
             for task in job.tasks.values():
                 if task.status is Status.PENDING:
                     for i, amount in enumerate(task.init_resreq):
                         total[i] += amount
-            return _Need(total)
+            self._subjob_needs[job.uid] = (job.status_changes, _Need(total))
+            return self._subjob_needs[job.uid][1]
         need = self._min_resources.get(job.uid)
         if need is None:
             resources = job.job.min_resources or {}
@@ -258,10 +287,12 @@ class NetworkTopologyAwarePlugin(Plugin):
         The request is the Σ ``Resreq`` of every task of the job, running ones included
         (§9.8), so a partly running job is counted twice where it already runs.
         """
-        request = self.ssn.dims.zero()
-        for task in job.tasks.values():
-            for i, amount in enumerate(task.resreq):
-                request[i] += amount
+        request = self._requests.get(job.uid)
+        if request is None:
+            request = self._requests[job.uid] = self.ssn.dims.zero()
+            for task in job.tasks.values():
+                for i, amount in enumerate(task.resreq):
+                    request[i] += amount
         scores = {hn: self._binpack(hn, request) for hn in candidates}
         if not scores:
             return {}
@@ -288,6 +319,74 @@ class NetworkTopologyAwarePlugin(Plugin):
         if self.normal_pods:
             return self._tier_scores(task, nodes)
         return {}
+
+    def batch_node_order_array(
+        self, task: TaskInfo, nodes: Sequence[NodeInfo], indices: np.ndarray, arrays: object
+    ) -> np.ndarray:
+        """:meth:`batch_node_order` as an array over ``nodes``: each score is computed once per
+        leaf (topology jobs) or per distinct set of HyperNodes (other pods), as there, and
+        read per node."""
+        job = self.ssn.jobs[task.job]
+        if job.has_topology:
+            return self._lca_array(job, indices)
+        if self.normal_pods:
+            return self._tier_array(task, indices)
+        return np.zeros(len(nodes), dtype=np.float64)
+
+    def _lca_array(self, job: JobInfo, indices: np.ndarray) -> np.ndarray:
+        anchor = job.running_lca
+        if not anchor or not len(indices):
+            return np.zeros(len(indices), dtype=np.float64)
+        ids = self.leaf_ids[indices]
+        present = np.bincount(ids, minlength=len(self.leaves)).nonzero()[0].tolist()
+        by_leaf = np.zeros(len(self.leaves), dtype=np.float64)
+        known = self._lca_known
+        for i in present:
+            score = known.get((i, anchor))
+            if score is None:
+                score = known[(i, anchor)] = self._lca_score(self.leaves[i], anchor)
+            by_leaf[i] = score
+        raw = by_leaf[ids]
+        top = raw.max()
+        if np.count_nonzero(raw == top) > 1:
+            on_leaf = self._on_leaf(job)
+            for i in present:
+                leaf = self.leaves[i]
+                if leaf is not None and by_leaf[i] == top:
+                    by_leaf[i] = by_leaf[i] + on_leaf[leaf] / len(job.tasks)
+        scale = 100 * self.weight
+        for i in present:
+            by_leaf[i] = by_leaf[i] * scale
+        return by_leaf[ids]
+
+    def _on_leaf(self, job: JobInfo) -> Counter[str | None]:
+        """How many of the job's tasks are on each leaf HyperNode, kept while the job's
+        statuses do not change (a task gets or loses its node only with its status)."""
+        kept = self._on_leaf_kept.get(job.uid)
+        if kept is None or kept[0] != job.status_changes:
+            count = Counter(self.leaf.get(t.node) for t in job.tasks.values() if t.node)
+            kept = self._on_leaf_kept[job.uid] = (job.status_changes, count)
+        return kept[1]
+
+    def _tier_array(self, task: TaskInfo, indices: np.ndarray) -> np.ndarray:
+        ids = self.member_ids[indices]
+        present = np.bincount(ids, minlength=len(self.members)).nonzero()[0].tolist()
+        by_members = np.zeros(len(self.members), dtype=np.float64)
+        factors = [self.fading ** (t - 1) for t in self.tier_range]
+        norm = sum(factors)
+        per_hn: dict[str, float] = {}
+        scale = 100 * self.weight
+        for i in present:
+            total = 0.0
+            for factor, hn in zip(factors, self.members[i], strict=True):
+                if hn is None:
+                    total += factor
+                    continue
+                if hn not in per_hn:
+                    per_hn[hn] = self._binpack(hn, task.resreq)
+                total += factor * per_hn[hn]
+            by_members[i] = total / norm * scale if norm else 0.0
+        return by_members[ids]
 
     def _lca_score(self, leaf: str | None, anchor: str) -> float:
         topo = self.topology

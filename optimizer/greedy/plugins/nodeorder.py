@@ -23,11 +23,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from math import sqrt
 
+import numpy as np
+
 from models.cluster import Taint
 from models.resources import CPU, MEMORY, NVIDIA_GPU
 from models.workload import Toleration
 
 from ..api import NodeInfo, TaskInfo
+from ..node_arrays import NodeArrays
+from ..score_arrays import Versioned
 from ..session import Plugin, Session
 from .pod_scores import PodScores
 from .predicates import KubeNodeView, tolerated
@@ -157,6 +161,11 @@ class NodeOrderPlugin(Plugin):
         self.pod_scores = None
         if PodScores.needed(ssn) and (w.node_affinity or w.pod_affinity or w.pod_topology_spread):
             self.pod_scores = PodScores(ssn, w.node_affinity, w.pod_affinity, w.pod_topology_spread)
+        self._resource_arrays: dict[tuple[int, ...], Versioned] = {}
+        """Resource-score key → score per node with the version it holds for."""
+        self._taint_arrays: dict[tuple[Toleration, ...], np.ndarray] = {}
+        self._task_taints: dict[str, tuple[np.ndarray | None]] = {}
+        """Task uid → its ``_taint_array`` (tolerations never change in a session)."""
         if (
             w.least_requested
             or w.most_requested
@@ -165,6 +174,7 @@ class NodeOrderPlugin(Plugin):
             or self.pod_scores is not None
         ):
             ssn.add("batch_node_order", self.name, self.batch_node_order)
+            ssn.add("batch_node_order_array", self.name, self.batch_node_order_array)
 
     def batch_node_order(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> dict[str, float]:
         w = self.weights
@@ -187,6 +197,66 @@ class NodeOrderPlugin(Plugin):
         if self.pod_scores is not None:
             self.pod_scores.add(task, nodes, scores)
         return {name: float(score) for name, score in scores.items()}
+
+    def batch_node_order_array(
+        self, task: TaskInfo, nodes: Sequence[NodeInfo], indices: np.ndarray, arrays: NodeArrays
+    ) -> np.ndarray | None:
+        """:meth:`batch_node_order` as an array over ``nodes``; None when pod scores are on
+        (they are read node by node)."""
+        if self.pod_scores is not None:
+            return None
+        w = self.weights
+        if w.least_requested or w.most_requested or w.balanced_resource:
+            cpu, memory = self.view.nonzero(task)
+            pod = task.init_resreq
+            key = (cpu, memory, tuple(pod[i] for i in self._balanced))
+            table = self._resource_arrays.get(key)
+            if table is None:
+                table = self._resource_arrays[key] = Versioned(len(self.view.pods), np.int64)
+            values = table.at(
+                arrays,
+                indices,
+                lambda node: (
+                    self._requested_score(cpu, memory, node) + self._balanced_score(pod, node)
+                ),
+            )
+        else:
+            values = np.zeros(len(nodes), dtype=np.int64)
+        if w.taint_toleration:
+            counts = self._taint_array(task)
+            if counts is None:
+                values = values + MAX_NODE_SCORE * w.taint_toleration
+            else:
+                mine = counts[indices]
+                top = int(mine.max())
+                if top == 0:
+                    taints = np.full(len(nodes), MAX_NODE_SCORE, dtype=np.int64)
+                else:
+                    taints = MAX_NODE_SCORE - MAX_NODE_SCORE * mine // top
+                values = values + taints * w.taint_toleration
+        return values.astype(np.float64)
+
+    def _taint_array(self, task: TaskInfo) -> np.ndarray | None:
+        """The intolerable PreferNoSchedule taints per node as an array (None: none anywhere),
+        as :meth:`_taint_scores` counts them."""
+        known = self._task_taints.get(task.uid)
+        if known is not None:
+            return known[0]
+        tolerations = tuple(
+            t for t in task.task.tolerations if t.effect in ("", PREFER_NO_SCHEDULE)
+        )
+        found = self._taint_arrays.get(tolerations)
+        if found is None:
+            counts = self._taint_counts.get(tolerations)
+            if counts is None:
+                counts = self._taint_counts[tolerations] = [
+                    sum(1 for taint in taints if not tolerated(tolerations, taint))
+                    for taints in self._soft_taints
+                ]
+            found = self._taint_arrays[tolerations] = np.array(counts, dtype=np.int64)
+        answer = found if found.any() else None
+        self._task_taints[task.uid] = (answer,)
+        return answer
 
     def _resource_scores(self, task: TaskInfo, nodes: Sequence[NodeInfo]) -> list[int]:
         """The weighted LeastAllocated, MostAllocated and BalancedAllocation score per node.

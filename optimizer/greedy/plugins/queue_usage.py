@@ -47,6 +47,9 @@ class QueueState:
     """``deserved`` is positive on a resource outside the vectors (it can never be reached)."""
     guarantee_outside: bool = False
     """``guarantee`` is positive on a resource outside the vectors (it can never be met)."""
+    _share_terms: list[tuple[int, int]] | None = field(default=None, repr=False)
+    """(vector position or -1, deserved amount) of each positive dimension of ``deserved``;
+    None until :meth:`set_limits`."""
 
     @property
     def allocated_resources(self) -> Resources:
@@ -72,9 +75,24 @@ class QueueState:
         ]
         self.deserved_outside = _outside(deserved, self.dims)
         self.guarantee_outside = _outside(guarantee, self.dims)
+        index = self.dims.index
+        self._share_terms = [
+            (index.get(name, -1), deserved[name]) for name in sorted(deserved.dims())
+        ]
 
     def update_share(self, empty_share: float) -> None:
-        self.share = share(self.allocated_resources, self.deserved, empty_share=empty_share)
+        """``share`` of the allocated vector: every allocation event of the queue asks for it,
+        so it is computed from the vector and the deserved terms kept by :meth:`set_limits`
+        (a deserved resource outside the vectors is held at 0, a 0.0 term)."""
+        terms = self._share_terms
+        if terms is None:
+            self.share = share(self.allocated_resources, self.deserved, empty_share=empty_share)
+            return
+        if not terms:
+            self.share = empty_share
+            return
+        allocated = self.allocated
+        self.share = max(allocated[i] / amount if i >= 0 else 0.0 for i, amount in terms)
 
     def add_usage(self, other: QueueState) -> None:
         """Roll a child's accounting up into this ancestor (capacity's ``updateParentQueue``)."""
