@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from models.admission import enqueue_minimum
 from models.queues import share
 from models.resources import CPU, EMPTY, MEMORY, PODS, Resources, format_amount
 from models.workload import INQUEUE, RUNNING
@@ -108,10 +109,7 @@ def _outside(resources: Resources, dims: Dims) -> bool:
 
 def job_min_request(job: JobInfo) -> Resources:
     """``job.GetMinResources()`` without ``pods``, which no quota comparison reads."""
-    minimum = job.job.min_resources
-    if minimum is None:
-        return EMPTY
-    return Resources({k: v for k, v in minimum.items() if k != PODS})
+    return enqueue_minimum(job.job)
 
 
 def _job_inqueue(job: JobInfo, allocated: Resources) -> Resources:
