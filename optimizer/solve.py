@@ -92,21 +92,41 @@ def solve(
 ) -> Plan:
     """The plan of ``engine`` for ``instance`` (``options.seed`` seeds greedy's ties too);
     ``started`` is when the user's clock started (``time.perf_counter``; default now)."""
+    options = options or SolveOptions()
+    plan, budget = _decide(instance, engine, options, progress, started)
+    if engine == "greedy":
+        return with_metrics(instance, annotated(instance, plan), options.typical_mix)
+    if progress is not None:
+        progress.phase("metrics")
+    return with_metrics(
+        instance, annotated(instance, plan, budget, wanted=options.reasons), options.typical_mix
+    )
+
+
+def decide(instance: Instance, engine: str = "cpsat", options: SolveOptions | None = None) -> Plan:
+    """The engine's decisions alone — no queue positions, pending reasons or metrics — for a
+    caller that only applies them (a simulation's cycles): the report's parts cost a pass over
+    the cluster each."""
+    return _decide(instance, engine, options or SolveOptions(), None, None)[0]
+
+
+def _decide(
+    instance: Instance,
+    engine: str,
+    options: SolveOptions,
+    progress: Progress | None,
+    started: float | None,
+) -> tuple[Plan, Budget]:
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
-    options = options or SolveOptions()
     check_budgets(instance, options)
     progress = progress or Progress(options.time_limit)
     budget = Budget(options.time_limit, started=started)
     progress.phase("greedy")
     greedy = solve_greedy(instance, options.seed)
     if engine == "greedy":
-        return with_metrics(instance, annotated(instance, greedy), options.typical_mix)
-    plan = _cpsat(instance, options, greedy, budget, progress)
-    progress.phase("metrics")
-    return with_metrics(
-        instance, annotated(instance, plan, budget, wanted=options.reasons), options.typical_mix
-    )
+        return greedy, budget
+    return _cpsat(instance, options, greedy, budget, progress), budget
 
 
 def solve_both(

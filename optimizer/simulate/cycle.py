@@ -18,7 +18,7 @@ from models.tdm import shuffle_rounds
 
 from ..options import SolveOptions
 from ..plan import Plan
-from ..solve import solve
+from ..solve import decide
 from ..verify import Violation, format_violations, verify
 from .state import Change, SimState
 
@@ -48,7 +48,7 @@ def run_cycle(state: SimState, engine: str, options: SolveOptions, check: bool) 
     """Solve the state at ``state.now`` with ``engine``, verify the plan (``check``), apply it."""
     instance = state.instance()
     tdm_round = shuffle_rounds(instance.scheduler, instance.tdm, state.now) > 0
-    plan = solve(instance, engine, options)
+    plan = decide(instance, engine, options)
     if check:
         violations = verify(instance, plan)
         if violations:
