@@ -92,8 +92,22 @@ class HyperNode:
     members: tuple[Member, ...] = ()
 
 
+def label_index(nodes: Mapping[str, Mapping[str, str]]) -> dict[tuple[str, str], list[str]]:
+    """Node names by (label key, value), in node order: a labelMatch member then reads the
+    nodes carrying its first label instead of every node (thousands of nodes × hundreds of
+    racks would otherwise be millions of label checks)."""
+    index: dict[tuple[str, str], list[str]] = {}
+    for name, labels in nodes.items():
+        for pair in labels.items():
+            index.setdefault(pair, []).append(name)
+    return index
+
+
 def _select(
-    member: Member, nodes: Mapping[str, Mapping[str, str]], hypernode_names: Collection[str]
+    member: Member,
+    nodes: Mapping[str, Mapping[str, str]],
+    hypernode_names: Collection[str],
+    index: Mapping[tuple[str, str], Sequence[str]] | None = None,
 ) -> list[str]:
     """Names the member selects, sorted; invalid selectors select nothing.
 
@@ -116,7 +130,10 @@ def _select(
             return []
         return sorted(name for name in candidates if compiled.search(name) is not None)
     if sel.label is not None and member.type == NODE:
-        return sorted(name for name, labels in nodes.items() if sel.label.matches(labels))
+        among: Collection[str] = nodes.keys()
+        if index is not None and sel.label.match_labels:
+            among = index.get(sel.label.match_labels[0], ())
+        return sorted(name for name in among if sel.label.matches(nodes[name]))
     return []
 
 
@@ -242,11 +259,12 @@ def _warn_unmatched(
 
     Members with an error are skipped: the error already says what to fix.
     """
+    index = label_index(nodes)
     for hn in hypernodes:
         for i, member in enumerate(hn.members):
             probe = Diagnostics()
             _validate_member(member, "", "", probe)
-            if probe.errors or _select(member, nodes, names):
+            if probe.errors or _select(member, nodes, names, index):
                 continue
             sel = member.selector
             kinds = sel.kinds()
@@ -393,12 +411,13 @@ class Topology:
         for hn in hypernodes:
             specs.setdefault(hn.name, hn)
         names = tuple(specs)
+        index = label_index(nodes)
         own_nodes: dict[str, frozenset[str]] = {}
         for hn in specs.values():
             selected: set[str] = set()
             for member in hn.members:
                 if member.type == NODE:
-                    selected.update(_select(member, nodes, ()))
+                    selected.update(_select(member, nodes, (), index))
             own_nodes[hn.name] = frozenset(selected)
         real_parent: dict[str, str] = {}
         for edge in _hypernode_edges(list(specs.values()), specs.keys()):

@@ -569,3 +569,29 @@ def test_tier_name_at_two_tiers_warns_and_resolves_to_the_lowest() -> None:
     assert diag.errors == []
     assert [(w.obj, w.field) for w in diag.warnings] == [('HyperNode "rack-x"', "tierName")]
     assert Topology.build(hypernodes, NODES).tier_by_name("rack") == 1
+
+
+def test_label_index_selects_what_a_full_scan_selects() -> None:
+    """labelMatch read through the (key, value) index selects exactly what testing every
+    node's labels selects, also with a second label and an expression."""
+    from models.selectors import LabelRequirement, LabelSelector
+    from models.topology import NODE, Member, MemberSelector, _select, label_index
+
+    nodes = {
+        f"n{i}": {"rack": f"r{i % 3}", "gpu": "a100" if i % 2 else "h100", "zone": str(i % 5)}
+        for i in range(30)
+    }
+    selectors = [
+        LabelSelector(match_labels=(("rack", "r1"),)),
+        LabelSelector(match_labels=(("rack", "r2"), ("gpu", "a100"))),
+        LabelSelector(
+            match_labels=(("gpu", "h100"),),
+            match_expressions=(LabelRequirement("zone", "In", ("1", "3")),),
+        ),
+        LabelSelector(match_labels=(("rack", "r9"),)),
+    ]
+    index = label_index(nodes)
+    for sel in selectors:
+        member = Member(NODE, MemberSelector(label=sel))
+        expected = sorted(n for n, labels in nodes.items() if sel.matches(labels))
+        assert _select(member, nodes, (), index) == expected == _select(member, nodes, ())
