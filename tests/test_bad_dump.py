@@ -22,7 +22,7 @@ from models.errors import InputError, Problem
 from models.io.kube.provenance import INSTANCE, Origin, Provenance, Rest
 from models.load import load, load_inputs
 from optimizer.cli import main
-from tests.test_bad_input import assert_refused_exactly, assert_validate_says_exactly
+from tests.test_bad_input import assert_command_says_exactly, assert_refused_exactly
 
 DATA = Path(__file__).parent / "data" / "kube"
 BASE = DATA / "dump_base.yaml"
@@ -106,7 +106,7 @@ def test_bad_dump_gives_exactly_the_expected_problems(path: Path) -> None:
 def test_validate_names_the_object_as_written_and_exits_2(
     path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert_validate_says_exactly(path, capsys)
+    assert_command_says_exactly(path, capsys)
 
 
 def test_annotations_over_256_kib_are_refused(tmp_path: Path) -> None:

@@ -191,11 +191,13 @@ def assert_refused_exactly(path: Path, read: Callable[[Path], object]) -> None:
         assert want.matches(got, path), f"wanted {want}, got {got!r}"
 
 
-def assert_validate_says_exactly(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``vcopt validate path`` exits 2 and prints one ``error:`` line per expected problem,
+def assert_command_says_exactly(
+    path: Path, capsys: pytest.CaptureFixture[str], command: tuple[str, ...] = ("validate",)
+) -> None:
+    """``vcopt <command> path`` exits 2 and prints one ``error:`` line per expected problem,
     nothing on standard output and no traceback."""
     expected = expectations(path, "expect")
-    assert main(["validate", str(path)]) == 2
+    assert main([*command, str(path)]) == 2
     out, err = capsys.readouterr()
     assert out == ""
     assert "Traceback" not in err
@@ -229,7 +231,7 @@ def test_bad_file_gives_exactly_the_expected_problems(path: Path) -> None:
 def test_validate_prints_each_problem_and_exits_2(
     path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert_validate_says_exactly(path, capsys)
+    assert_command_says_exactly(path, capsys)
 
 
 @pytest.mark.parametrize("path", WARN, ids=lambda p: p.stem)

@@ -32,39 +32,9 @@ from models.instance import Instance
 from models.load import from_dict
 from models.tdm import node_zone
 from optimizer.plan import Plan
+from tests.tdm_kit import CLOSED, MAX_UNAVAILABLE, job
 
-REVOCABLE = {"volcano.sh/revocable-zone": "*"}
-MAX_UNAVAILABLE = "volcano.sh/jdb-max-unavailable"
-CLOSED = "2026-11-30T21:05:00Z"
 SHUFFLE = "enqueue, allocate, backfill, shuffle"
-
-
-def job(
-    name: str,
-    running: list[str],
-    *,
-    replicas: int | None = None,
-    budget: dict[str, str] | None = None,
-    cpu: str = "2",
-    **fields: Any,
-) -> dict[str, Any]:
-    """A job of revocable pods of ``cpu`` CPUs, pod i running on ``running[i]``."""
-    return {
-        "name": name,
-        "queue": "default",
-        "minAvailable": 1,
-        "annotations": {"volcano.sh/preemptable": "true", **(budget or {})},
-        "tasks": [
-            {
-                "name": "w",
-                "replicas": replicas or len(running),
-                "resources": {"cpu": cpu, "memory": "1Gi"},
-                "annotations": REVOCABLE,
-            }
-        ],
-        "running": [{"index": i, "node": node} for i, node in enumerate(running)],
-        **fields,
-    }
 
 
 def cluster(

@@ -33,40 +33,9 @@ from optimizer.greedy.actions import shuffle
 from optimizer.greedy.engine import open_session, solve
 from optimizer.plan import Plan
 from optimizer.verify import verify
+from tests.tdm_kit import CLOSED, MAX_UNAVAILABLE, job
 
-REVOCABLE = {"volcano.sh/revocable-zone": "*"}
 ZONE = {"volcano.sh/revocable-zone": "rz1"}
-MAX_UNAVAILABLE = "volcano.sh/jdb-max-unavailable"
-CLOSED = "2026-11-30T21:05:00Z"
-
-
-def job(
-    name: str,
-    running: list[str],
-    *,
-    replicas: int | None = None,
-    budget: dict[str, str] | None = None,
-    preemptable: str = "true",
-    cpu: str = "2",
-) -> dict[str, Any]:
-    """A job of revocable pods of ``cpu`` CPUs, pod i running on ``running[i]``; its
-    ``volcano.sh/preemptable`` annotation is copied to its pods (as the vcjob controller
-    does)."""
-    return {
-        "name": name,
-        "queue": "default",
-        "minAvailable": 1,
-        "annotations": {"volcano.sh/preemptable": preemptable, **(budget or {})},
-        "tasks": [
-            {
-                "name": "w",
-                "replicas": replicas or len(running),
-                "resources": {"cpu": cpu, "memory": "1Gi"},
-                "annotations": REVOCABLE,
-            }
-        ],
-        "running": [{"index": i, "node": node} for i, node in enumerate(running)],
-    }
 
 
 def cluster(
