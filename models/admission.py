@@ -29,12 +29,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from math import ceil
+from typing import TYPE_CHECKING
 
-from .instance import Instance
 from .queues import capacity_flat, capacity_hierarchical
 from .resources import EMPTY, PODS, Resources
 from .scheduler_conf import SchedulerConf
 from .workload import INQUEUE, PENDING, RUNNING, Job
+
+if TYPE_CHECKING:
+    from .instance import Instance
 
 ENQUEUE = "enqueue"
 OVERCOMMIT = "overcommit"
@@ -200,7 +203,8 @@ class EnqueueLimit:
 
 
 def enqueue_limits(instance: Instance) -> list[EnqueueLimit]:
-    """Every comparison the deciding plugins of ``instance``'s configuration make at enqueue.
+    """Every comparison the deciding plugins of ``instance``'s configuration make at enqueue
+    (read them through :attr:`Instance.enqueue_limits`, computed once per snapshot).
 
     Queue limits are the realCapability the plugins derive at session open: flat (proportion,
     and capacity without hierarchy) for each queue with jobs, over its own jobs; hierarchical

@@ -15,6 +15,7 @@ from datetime import datetime, tzinfo
 from functools import cached_property
 from zoneinfo import ZoneInfo
 
+from .admission import EnqueueLimit, enqueue_limits
 from .cluster import Node
 from .errors import Diagnostics, Problem, obj_name, shown
 from .gpu import GpuDevice, validate_device
@@ -97,6 +98,13 @@ class Instance:
         if plugin is None:
             return None
         return TdmConfig.from_arguments(plugin.arguments, "scheduler", Diagnostics())
+
+    @cached_property
+    def enqueue_limits(self) -> tuple[EnqueueLimit, ...]:
+        """Volcano's enqueue comparisons for this snapshot (``models.admission``): every
+        large-neighbourhood round, the verifier and explain read them, and they depend on the
+        snapshot alone."""
+        return tuple(enqueue_limits(self))
 
     @cached_property
     def node_by_name(self) -> Mapping[str, Node]:

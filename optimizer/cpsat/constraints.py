@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from ortools.sat.python import cp_model
 
-from models.admission import EnqueueLimit, enqueue_limits, enqueue_minimum, judged_at_enqueue
+from models.admission import EnqueueLimit, enqueue_minimum, judged_at_enqueue
 from models.gpu import GpuDevice
 
 from .classes import DeviceClass
@@ -451,7 +451,7 @@ def queue_enqueue(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
 
     In model units the minimums and what is held back round up and the limit down, so a plan
     the model allows passes the verifier's exact comparison."""
-    limits = enqueue_limits(data.instance)
+    limits = data.instance.enqueue_limits
     if not limits:
         return
     judged = [u for u in data.units if judged_at_enqueue(u.job)]

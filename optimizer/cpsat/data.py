@@ -231,20 +231,24 @@ class _Builder:
         job = unit.job
         frozen = self.view is not None and job.key not in self.view.free_jobs
         for task in job.tasks:
+            if len(unit.jobs) == 1:
+                pods = [p for p in job.pods if p.task == task.name]
+                held = [(pod, h) for pod in pods if (h := self._held(pod)) is not None]
+                pending = [] if frozen else [p for p in pods if not p.running]
+            else:
+                held, pending = [], [j.pods[0] for j in unit.jobs]
+            if not held and not pending:
+                # A frozen job's task with nothing on a node: the round's model never sees it.
+                continue
             request = model_units(task.resources, round_up=True)
             request_floor = model_units(task.resources, round_up=False)
             self.resources.update(request)
             value = pod_value(task, self.largest, self.cpu_per_gpu)
-            if len(unit.jobs) == 1:
-                pods = [p for p in job.pods if p.task == task.name]
-                for pod in pods:
-                    held = self._held(pod)
-                    if held is not None:
-                        unit.running.append(len(self.running))
-                        self.running.append(self._running(job, task, pod, *held, request, value))
-                pending = [] if frozen else [p for p in pods if not p.running]
-            else:
-                pending = [j.pods[0] for j in unit.jobs]
+            for pod, (node, shares, may_evict) in held:
+                unit.running.append(len(self.running))
+                self.running.append(
+                    self._running(job, task, pod, node, shares, may_evict, request, value)
+                )
             if not pending:
                 continue
             numa_bind = task.numa_bind

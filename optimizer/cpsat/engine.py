@@ -41,6 +41,7 @@ from .fragmentation import typical_for
 from .hints import within_model
 from .model import CpsatModel, SearchResult, weighted_scales
 from .objective import StageValues, evaluate
+from .relaxation import relax as linear_relaxation
 
 TAIL_SECONDS = 0.3
 TAIL_PER_OBJECT = 4e-4
@@ -60,6 +61,9 @@ HYBRID_SHARE = 0.5
 (measured on the generated M cluster at 60 s: one model alone reached +2.3 % work over
 greedy, rounds alone +5.8 % but no bound)."""
 MIN_ROUNDS_SECONDS = 3.0
+RELAXATION_SHARE = 0.1
+"""A decomposed solve gives the linear relaxation of the work stage (``relaxation.py``) at
+most this share of its search time, for the bound it reports."""
 MIN_TRADE_EDGE = 0.01
 """A plan that admits fewer jobs *and* allocates less GPU than the floor must buy at least
 this much priority-weighted work over it; below, the floor is the answer (a user reads jobs
@@ -296,12 +300,20 @@ class _Solve:
     def hybrid(self) -> _Result:
         """One model first — for its bound, and the optimum on anything small —, then rounds
         over the parts from its plan with the time left."""
-        first = self.monolithic(HYBRID_SHARE)
+        try:
+            first = self.monolithic(HYBRID_SHARE)
+        except _NoPlan as nothing:
+            # The one model found no plan in its share: the rounds may, from the floor.
+            if not self.active or self.budget.search_seconds(self.tail) < MIN_ROUNDS_SECONDS:
+                raise
+            rounds = self.decompose()
+            rounds.notes = [f"one model: {nothing.reason}", *rounds.notes]
+            return rounds
         if first.status in (Status.OPTIMAL, Status.INTERRUPTED):
             return first
         if self.budget.search_seconds(self.tail) < MIN_ROUNDS_SECONDS:
             return first
-        second = self.decompose(first.plan)
+        second = self.decompose(first.plan, relax=False)
         if self.score(second.values) <= self.score(first.values):
             return first
         second.notes = [*first.notes, *second.notes]
@@ -312,7 +324,14 @@ class _Solve:
         second.variables, second.constraints = first.variables, first.constraints
         return second
 
-    def decompose(self, start: Plan | None = None) -> _Result:
+    def decompose(self, start: Plan | None = None, relax: bool = True) -> _Result:
+        """Rounds over the parts; ``relax``: first solve the linear relaxation of the work
+        stage, for a bound when no model proved one and to aim the first rounds."""
+        relaxation = None
+        if relax:
+            self.progress.phase("bound", "(linear relaxation of the work stage)")
+            seconds = RELAXATION_SHARE * self.budget.search_seconds(self.tail)
+            relaxation = linear_relaxation(self.full, seconds)
         outcome = improve(
             self.instance,
             self.options,
@@ -323,6 +342,7 @@ class _Solve:
             self.tail,
             self.progress,
             self.greedy_values,
+            relaxation,
         )
         if not outcome.rounds:
             raise _NoPlan(Status.TIME_UP, self.time_up())
@@ -335,7 +355,14 @@ class _Solve:
         status = Status.INTERRUPTED if outcome.interrupted else Status.FEASIBLE
         if outcome.interrupted:
             notes.append("interrupted: best plan so far")
-        return _Result(plan, outcome.values, status, notes, classes=len(self.full.classes))
+        result = _Result(plan, outcome.values, status, notes, classes=len(self.full.classes))
+        if relaxation is not None and self.active[:1] == ["work"]:
+            work = relaxation.bound
+            notes.append("work bound from the linear relaxation")
+            result.bounds = StageBounds(tuple(self.active), proved={"work": work})
+            if self.options.objective == "lexicographic":
+                result.objective, result.bound = float(outcome.values.work), work
+        return result
 
     # -- the answer --------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from models.admission import EnqueueLimit, enqueue_limits, enqueue_minimum, judged_at_enqueue
+from models.admission import EnqueueLimit, enqueue_minimum, judged_at_enqueue
 from models.cluster import Node
 from models.gpu import GpuRequest, exclusive_on
 from models.instance import Instance
@@ -470,7 +470,7 @@ class ExplainModel(Solvable):
             for k in sorted(started - mine)
             if judged_at_enqueue(self.instance.job_by_key[k])
         ]
-        for limit in enqueue_limits(self.instance):
+        for limit in self.instance.enqueue_limits:
             scoped = [t.job for t in judged if t.job.key in limit.jobs]
             if scoped:
                 self._enqueue_limit(limit, scoped, [j for j in peers if j.key in limit.jobs])

@@ -8,7 +8,6 @@ from collections.abc import Iterator, Mapping
 from models.admission import (
     OVERCOMMIT,
     EnqueueLimit,
-    enqueue_limits,
     enqueue_minimum,
     judged_at_enqueue,
 )
@@ -86,7 +85,7 @@ def check_queue_enqueue(ctx: Context) -> Iterator[Violation]:
     resource one of them asks for in its minimum, what is held back before the cycle plus
     their minimums stays within the limit, a resource the limit lacks counting as 0
     (``models.admission``, §1.3, §5.4, §5.5). Jobs already Inqueue or Running skip enqueue."""
-    limits = enqueue_limits(ctx.instance)
+    limits = ctx.instance.enqueue_limits
     if not limits:
         return
     started = {ctx.members[p.pod].job.key for p in (*ctx.plan.placements, *ctx.plan.pipelined)}

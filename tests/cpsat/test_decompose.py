@@ -1,14 +1,17 @@
-"""Decomposition: parts that never split a node class, seeded neighbourhoods, rounds whose
-every intermediate plan is complete and verified, and a hybrid run never worse than one model."""
+"""Decomposition: parts that never split a node class, rounds of adaptive size in seeded
+passes aimed by the linear relaxation, rounds whose every intermediate plan is complete and
+verified, and a hybrid run never worse than one model."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from cpsat_kit import checked, greedy, instance, options, stages
 
 from optimizer.cpsat import decompose
 from optimizer.cpsat.data import compile_instance
 from optimizer.cpsat.engine import solve
+from optimizer.cpsat.relaxation import Relaxation
 from optimizer.plan import Plan
 from optimizer.result import Status
 from optimizer.verify import format_violations, verify
@@ -72,13 +75,47 @@ def test_parts_never_split_a_class_and_cover_every_class_once() -> None:
         assert len({data.classes[c].path[0] for c in part}) == 1, "a part spans two racks"
 
 
-def test_neighbourhoods_start_with_each_part_then_pairs_and_repeat_for_a_seed() -> None:
-    parts = [[0], [1], [2]]
-    first = decompose.neighbourhoods(parts, seed=3)
-    second = decompose.neighbourhoods(parts, seed=3)
-    assert [first(r) for r in range(3)] == parts
-    assert [first(r) for r in range(3, 6)] == [[0, 1], [1, 2], [2, 0]]
-    assert [first(r) for r in range(6, 12)] == [second(r) for r in range(6, 12)]
+def test_rounds_take_parts_in_topology_order_then_in_seeded_passes() -> None:
+    """One part a round at first: the first pass in topology order, each later pass a
+    permutation of all parts; the same seed repeats the rounds."""
+    inst = instance(racks(2))
+    data = compile_instance(inst)
+    parts = [[0], [1, 2], [3], [4], [5, 6]]
+
+    def rounds(seed: int) -> list[list[int]]:
+        state = decompose._Rounds(data, greedy(inst), parts, seed)
+        return [state.classes() for _ in range(4 * len(parts))]
+
+    first = rounds(seed=3)
+    assert first == rounds(seed=3)
+    assert first[: len(parts)] == parts
+    passes = [first[i : i + len(parts)] for i in range(0, len(first), len(parts))]
+    for one in passes:
+        assert sorted(one) == sorted(parts)
+    assert any(one != parts for one in passes[1:]), "every pass in topology order"
+
+
+def test_round_size_grows_on_exhausted_neighbourhoods_and_shrinks_on_timeouts() -> None:
+    """A round whose search proved there is nothing better doubles the parts of the next; one
+    that ran out of time without a gain halves them; a gain keeps them (between 1 and all)."""
+    inst = instance(racks(2))
+    state = decompose._Rounds(compile_instance(inst), greedy(inst), [[0], [1], [2], [3], [4]], 1)
+    sizes = []
+    for improved, exhausted in [
+        (False, True),
+        (False, True),
+        (True, True),
+        (False, True),
+        (False, True),
+        (False, False),
+        (False, False),
+        (False, False),
+        (False, False),
+    ]:
+        state.adapt(improved, exhausted)
+        sizes.append(state.size)
+        assert len(state.classes()) == state.size  # one class per part here
+    assert sizes == [2, 4, 4, 5, 5, 2, 1, 1, 1]
 
 
 def test_every_round_plan_is_complete_and_verified(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -115,3 +152,20 @@ def test_hybrid_is_never_worse_than_one_model() -> None:
     checked(inst, one)
     checked(inst, both)
     assert stages(inst, both).as_tuple() >= stages(inst, one).as_tuple()
+
+
+def test_a_relaxation_puts_the_parts_with_the_most_to_gain_first() -> None:
+    """The first pass follows the linear optimum's pending work per part less what the plan
+    places there; parts that gain the same keep their topology order."""
+    inst = instance(racks(2))
+    data = compile_instance(inst)
+    parts = [[c] for c in range(len(data.classes))]
+    assert len(parts) >= 3
+    empty = Plan(instance=inst.name, engine="empty")
+    worth = np.zeros(len(data.classes))
+    worth[2], worth[1] = 500.0, 100.0
+    relaxation = Relaxation(0.0, worth, np.zeros(len(data.groups)))
+    state = decompose._Rounds(data, empty, parts, 1, relaxation)
+    order = [state.classes()[0] for _ in parts]
+    assert order[:2] == [2, 1]
+    assert order[2:] == [c for c in range(len(parts)) if c not in (1, 2)]
