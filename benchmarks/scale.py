@@ -98,6 +98,7 @@ def measure(
                 "status": info.status if info else "",
                 "stages": stage_values(compiled, plan).as_dict(),
                 "bound": info.bound if info else None,
+                "work_bound": info.stage_bounds.get("work") if info else None,
                 "gap": info.gap if info else None,
                 "wall_seconds": round(wall, 2),
                 "cpu_seconds": round(cpu, 2),
@@ -110,6 +111,7 @@ def measure(
                 "message": info.message if info else "",
             }
         )
+    _gains(rows)
     return {
         "shape": shape,
         "time_limit": time_limit,
@@ -124,6 +126,22 @@ def measure(
         "load_seconds": round(loaded, 2),
         "engines": rows,
     }
+
+
+def _gains(rows: list[dict[str, Any]]) -> None:
+    """The CP-SAT row's work gain over greedy, and the share of the headroom (greedy to the
+    proven work bound) it closes."""
+    greedy, cpsat = rows[0]["stages"]["work"], rows[1]["stages"]["work"]
+    rows[1]["gain_percent"] = round(100 * (cpsat - greedy) / max(1, abs(greedy)), 3)
+    bound = rows[1]["work_bound"]
+    rows[1]["headroom_percent"] = (
+        round(100 * (bound - greedy) / max(1, abs(greedy)), 3) if bound is not None else None
+    )
+    rows[1]["headroom_closed"] = (
+        round((cpsat - greedy) / (bound - greedy), 3)
+        if bound is not None and bound > greedy
+        else None
+    )
 
 
 def _cell(value: object) -> str:
@@ -177,6 +195,9 @@ def render(results: Sequence[dict[str, Any]]) -> str:
             "status",
             *STAGES,
             "work bound",
+            "gain %",
+            "headroom %",
+            "closed",
             "gap",
             "wall s",
             "CPU s",
@@ -191,7 +212,10 @@ def render(results: Sequence[dict[str, Any]]) -> str:
                 r["time_limit"] if e["engine"] == "cpsat" else None,
                 e["status"],
                 *(e["stages"][s] for s in STAGES),
-                e["bound"],
+                e["work_bound"],
+                e.get("gain_percent"),
+                e.get("headroom_percent"),
+                e.get("headroom_closed"),
                 e["gap"],
                 e["wall_seconds"],
                 e["cpu_seconds"],

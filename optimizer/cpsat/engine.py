@@ -303,10 +303,14 @@ class _Solve:
         try:
             first = self.monolithic(HYBRID_SHARE)
         except _NoPlan as nothing:
-            # The one model found no plan in its share: the rounds may, from the floor.
-            if not self.active or self.budget.search_seconds(self.tail) < MIN_ROUNDS_SECONDS:
+            # The one model found no plan in its share: the rounds may, from the floor, in
+            # what is left (each needs only a second or so).
+            if not self.active:
                 raise
-            rounds = self.decompose()
+            try:
+                rounds = self.decompose()
+            except _NoPlan:
+                raise nothing from None
             rounds.notes = [f"one model: {nothing.reason}", *rounds.notes]
             return rounds
         if first.status in (Status.OPTIMAL, Status.INTERRUPTED):

@@ -169,3 +169,25 @@ def test_a_relaxation_puts_the_parts_with_the_most_to_gain_first() -> None:
     order = [state.classes()[0] for _ in parts]
     assert order[:2] == [2, 1]
     assert order[2:] == [c for c in range(len(parts)) if c not in (1, 2)]
+
+
+def test_hybrid_turns_to_rounds_when_the_one_model_finds_no_plan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When the one model's share ends without a CP-SAT solution (a short limit on a large
+    snapshot), the rest of the budget goes to rounds from the floor, not to the floor alone."""
+    from optimizer.cpsat import engine
+
+    def nothing(self: object, share: float = 1.0) -> None:
+        raise engine._NoPlan(Status.UNKNOWN, "no CP-SAT solution")
+
+    monkeypatch.setattr(engine._Solve, "monolithic", nothing)
+    inst = instance(racks(4))
+    floor = checked(inst, greedy(inst))
+    plan = checked(
+        inst, solve(inst, options(strategy="auto", deterministic=True, time_limit=8), floor)
+    )
+    assert plan.solver is not None
+    assert "one model: no CP-SAT solution" in plan.solver.message
+    assert "decomposed into" in plan.solver.message
+    assert stages(inst, plan).as_tuple() >= stages(inst, floor).as_tuple()
