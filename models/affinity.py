@@ -18,12 +18,17 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from .errors import Diagnostics, shown_value
 from .golang import parse_int64
 from .names import qualified_name_problem
 from .selectors import IN, NOT_IN, LabelRequirement, LabelSelector, validate_label_selector
 from .vocabulary import HOSTNAME_LABEL
+
+if TYPE_CHECKING:
+    from .cluster import Node
+    from .workload import Task
 
 HOSTNAME = HOSTNAME_LABEL
 """The topology key PodTopologySpread's Score counts per node (§4.4)."""
@@ -145,6 +150,15 @@ class SpreadConstraint:
     def domains_needed(self) -> int:
         """``MinDomains``: 1 when unset."""
         return self.min_domains if self.min_domains is not None else 1
+
+    def includes(self, task: Task, node: Node) -> bool:
+        """``matchNodeInclusionPolicies``: whether ``node`` counts among the domains for a pod
+        of ``task`` — when ``nodeAffinityPolicy`` is Honor (the default), only if the pod's
+        node selector and required affinity match it; when ``nodeTaintsPolicy`` is Honor
+        (default Ignore), only if the pod tolerates its NoSchedule/NoExecute taints."""
+        if self.node_affinity_policy == HONOR and not task.node_affinity_matches(node.labels):
+            return False
+        return self.node_taints_policy != HONOR or task.tolerates_all(node.hard_taints)
 
     def selector_for(self, owner_labels: Mapping[str, str]) -> LabelSelector | None:
         return _merge_keys(self.label_selector, owner_labels, self.match_label_keys)

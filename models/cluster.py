@@ -11,9 +11,12 @@ from dataclasses import dataclass, field
 
 from .gpu import GpuDevice
 from .resources import EMPTY, NVIDIA_GPU, Resources
-from .vocabulary import DEVICE_CORDON
+from .vocabulary import DEVICE_CORDON, UNSCHEDULABLE_TAINT
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+SCHEDULING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+"""Taint effects that keep a new pod off a node unless tolerated (``PreferNoSchedule`` only
+lowers the node's score)."""
 
 
 @dataclass(frozen=True)
@@ -21,6 +24,10 @@ class Taint:
     key: str
     value: str = ""
     effect: str = "NoSchedule"
+
+
+CORDON = Taint(UNSCHEDULABLE_TAINT, "", "NoSchedule")
+"""What a cordoned node (``spec.unschedulable``) asks a new pod to tolerate."""
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,17 @@ class Node:
     taints: tuple[Taint, ...] = ()
     unschedulable: bool = False
     gpus: tuple[GpuDevice, ...] = ()
+
+    @property
+    def hard_taints(self) -> tuple[Taint, ...]:
+        """The taints a new pod must tolerate to land here (TaintToleration's filter)."""
+        return tuple(t for t in self.taints if t.effect in SCHEDULING_EFFECTS)
+
+    @property
+    def scheduling_taints(self) -> tuple[Taint, ...]:
+        """:attr:`hard_taints`, and a cordon read as the taint kube-scheduler's
+        NodeUnschedulable filter checks (``node.kubernetes.io/unschedulable:NoSchedule``)."""
+        return self.hard_taints + ((CORDON,) if self.unschedulable else ())
 
     @property
     def pod_capacity(self) -> int:

@@ -7,7 +7,7 @@ are listed under the job's ``running`` with their node and GPU devices.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import cached_property
@@ -20,7 +20,7 @@ from .affinity import (
     validate_preferred_node_terms,
     validate_spread,
 )
-from .cluster import TAINT_EFFECTS
+from .cluster import TAINT_EFFECTS, Taint
 from .errors import Diagnostics, obj_name, shown_value
 from .golang import parse_go_bool
 from .gpu import FULL_CORES, HAMI_CORES, VOLCANO_CORES, GpuFilter, GpuRequest
@@ -31,12 +31,14 @@ from .selectors import LabelSelector
 from .tdm import MAX_UNAVAILABLE_KEYS, MIN_AVAILABLE_KEYS
 from .vocabulary import (
     COOLDOWN_TIME,
+    CRITICAL_PRIORITY_CLASSES,
     DEFAULT_NAMESPACE,
     GPU_SCHEDULER_POLICY,
     MUTEX_POLICY,
     NUMA_BIND,
     PREEMPTABLE,
     REVOCABLE_ZONE,
+    SYSTEM_NAMESPACE,
     VOLCANO_SCHEDULER,
 )
 
@@ -147,6 +149,22 @@ class Task:
     spread: tuple[SpreadConstraint, ...] = ()
     """``topologySpreadConstraints`` in the order written (the spread filter checks in order)."""
 
+    def node_affinity_matches(self, labels: Mapping[str, str]) -> bool:
+        """``nodeSelector`` holds and, when set, one required node-affinity term matches; an
+        empty term matches no node (``NodeSelectorRequirementsAsSelector`` of nothing)."""
+        if any(labels.get(k) != v for k, v in self.node_selector.items()):
+            return False
+        terms = self.required_affinity
+        return not terms or any(
+            (t.match_expressions or t.match_labels) and t.matches(labels) for t in terms
+        )
+
+    def tolerates_all(self, taints: Iterable[Taint]) -> bool:
+        """Every taint in ``taints`` is tolerated by one of the pod's tolerations."""
+        return all(
+            any(tol.tolerates(t.key, t.value, t.effect) for tol in self.tolerations) for t in taints
+        )
+
     @property
     def pod_terms(self) -> bool:
         """The pod carries inter-pod terms or spread constraints: where it may go depends on
@@ -245,6 +263,17 @@ class Job:
             if task.name == name:
                 return task
         raise KeyError(name)
+
+    @property
+    def conformance_protection(self) -> str | None:
+        """Why Volcano's ``conformance`` plugin keeps preempt and reclaim off this job's pods
+        (their namespace is ``kube-system``, or the job's priority class is a system-critical
+        one), or None when it does not."""
+        if self.namespace == SYSTEM_NAMESPACE:
+            return f"pods of namespace {SYSTEM_NAMESPACE}"
+        if self.priority_class in CRITICAL_PRIORITY_CLASSES:
+            return f"priority class {self.priority_class}"
+        return None
 
     @cached_property
     def pods(self) -> tuple[Pod, ...]:

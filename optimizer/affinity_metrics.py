@@ -16,36 +16,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from models.affinity import HONOR, PodAffinityTerm, SpreadConstraint
+from models.affinity import PodAffinityTerm, SpreadConstraint
 from models.cluster import Node
 from models.instance import Instance
 from models.workload import Pod, Task
 
 from .plan import Bound, Plan
 
-_SCHEDULE_EFFECTS = ("NoSchedule", "NoExecute")
-
 
 def _task(instance: Instance, pod: Pod) -> Task:
     return instance.job_by_key[pod.job].task(pod.task)
-
-
-def _included(task: Task, c: SpreadConstraint, node: Node) -> bool:
-    if c.node_affinity_policy == HONOR:
-        if any(node.labels.get(k) != v for k, v in task.node_selector.items()):
-            return False
-        terms = task.required_affinity
-        if terms and not any(
-            (t.match_expressions or t.match_labels) and t.matches(node.labels) for t in terms
-        ):
-            return False
-    if c.node_taints_policy == HONOR:
-        for taint in node.taints:
-            if taint.effect in _SCHEDULE_EFFECTS and not any(
-                tol.tolerates(taint.key, taint.value, taint.effect) for tol in task.tolerations
-            ):
-                return False
-    return True
 
 
 class _After:
@@ -86,9 +66,7 @@ class _After:
             return False
         sel = c.selector_for(task.labels)
         counts = {
-            n.labels[key]: 0
-            for n in self.instance.nodes
-            if key in n.labels and _included(task, c, n)
+            n.labels[key]: 0 for n in self.instance.nodes if key in n.labels and c.includes(task, n)
         }
         for other, other_task, where in self.pods:
             at = self.node(where)
@@ -97,7 +75,7 @@ class _After:
                 and at.labels[key] in counts
                 and other.namespace == pod.namespace
                 and c.counts(sel, other_task.labels)
-                and _included(task, c, at)
+                and c.includes(task, at)
             ):
                 counts[at.labels[key]] += 1
         low = min(counts.values(), default=0)

@@ -15,6 +15,7 @@ have room, lowest index first among equals.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import timedelta
@@ -31,7 +32,7 @@ from models.tdm import Window, node_zone, pod_preemptable, window_active, window
 from models.workload import DeviceShare, Job, Task
 
 from .affinity_metrics import soft_terms
-from .plan import Bound, Plan
+from .plan import ADMITTED, PENDING, RUNNING, Bound, Plan
 
 MILLI = 1000
 _EPS = 1e-9
@@ -240,18 +241,8 @@ def _ratio(part: float, whole: float) -> float:
 
 
 def _job_states(instance: Instance, plan: Plan, bound: Mapping[str, Bound]) -> tuple[int, int, int]:
-    placed = {p.pod for p in plan.placements}
-    admitted = running = pending = 0
-    for job in instance.jobs:
-        keys = [p.key for p in job.pods]
-        held = sum(1 for k in keys if k in bound)
-        if held == 0 or held < job.min_available:
-            pending += 1
-        elif any(k in placed for k in keys):
-            admitted += 1
-        else:
-            running += 1
-    return admitted, running, pending
+    states = Counter(plan.job_statuses(instance, bound).values())
+    return states[ADMITTED], states[RUNNING], states[PENDING]
 
 
 # -- GPUs ------------------------------------------------------------------------------

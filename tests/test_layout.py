@@ -184,3 +184,26 @@ def test_fgd_fragmentation_has_one_home() -> None:
             unread.append(path.name)
     assert typical == []
     assert unread == []
+
+
+_FACTS = {
+    '"NoExecute"': "the taint effects that block scheduling (models.cluster.SCHEDULING_EFFECTS)",
+    '(UNSCHEDULABLE_TAINT, ""': "a cordon read as a taint (models.cluster.CORDON)",
+    "node_taints_policy": "spread's node-inclusion policy (SpreadConstraint.includes)",
+    "CRITICAL_PRIORITY_CLASSES": "conformance's protection (Job.conformance_protection)",
+    "SYSTEM_NAMESPACE": "conformance's protection (Job.conformance_protection)",
+}
+"""Text that would re-derive a domain fact outside ``models/``: what each names, and its home."""
+
+
+def test_domain_facts_are_derived_only_in_models() -> None:
+    """The engines, the verifier, the metrics and explain read these facts from ``models/``
+    and never derive them again (each still makes its own decisions with them)."""
+    found = [
+        f"{path.relative_to(ROOT)}: {fact}"
+        for path in sorted((ROOT / "optimizer").rglob("*.py"))
+        for text in [path.read_text(encoding="utf-8")]
+        for needle, fact in _FACTS.items()
+        if needle in text
+    ]
+    assert found == []

@@ -135,7 +135,8 @@ evictions:
 
 def test_hand_written_plan_gets_derived_job_statuses(demo: Instance, tmp_path: Path) -> None:
     """No jobs section: llm-pretrain and notebooks have new pods → admitted; rl-tuning lost one
-    pod but keeps actor-1 → running; serving is untouched and running; big-train,
+    pod and keeps only actor-1, fewer than its minAvailable of 2: its gang no longer holds →
+    pending (as the metrics count it); serving is untouched and running; big-train,
     bert-finetune and batch-scavenger have nothing → pending. Metadata defaults apply."""
     path = tmp_path / "hand.yaml"
     path.write_text(HAND_WRITTEN)
@@ -143,7 +144,7 @@ def test_hand_written_plan_gets_derived_job_statuses(demo: Instance, tmp_path: P
     assert {d.job: d.status for d in plan.jobs} == {
         "default/llm-pretrain": ADMITTED,
         "default/big-train": PENDING,
-        "default/rl-tuning": RUNNING,
+        "default/rl-tuning": PENDING,
         "default/bert-finetune": PENDING,
         "default/notebooks": ADMITTED,
         "default/serving": RUNNING,

@@ -42,7 +42,6 @@ from .affinity_keys import (
     per_node_keys,
     running_ns,
 )
-from .candidates import selector_ok, taints_ok
 from .data import Compiled
 from .records import Group, RunningPod
 from .variables import Expr, IntVar, Linear, Variables, lsum
@@ -244,11 +243,8 @@ def eligible_nodes(data: Compiled, g: Group, c: SpreadConstraint, keys: Sequence
     for n, node in enumerate(data.nodes):
         if any(k not in node.labels for k in keys):
             continue
-        if c.node_affinity_policy == "Honor" and not selector_ok(g.task, node):
-            continue
-        if c.node_taints_policy == "Honor" and not taints_ok(g.task, node):
-            continue
-        out.append(n)
+        if c.includes(g.task, node):
+            out.append(n)
     return out
 
 

@@ -22,8 +22,6 @@ from models.cluster import Node
 from models.gpu import GpuFilter, GpuRequest, exclusive_on
 from models.instance import Instance
 from models.tdm import node_zone, pod_revocable_zone, window_closes_at
-from models.vocabulary import UNSCHEDULABLE_TAINT
-from models.workload import Task
 
 from .classes import DeviceClass, NodeClass
 from .records import Candidates, Group
@@ -39,22 +37,6 @@ def device_pool(node: Node) -> list[int]:
         for d, dev in enumerate(node.gpus)
         if dev.health and "NVIDIA" in dev.type.upper() and dev.id not in cordoned
     ]
-
-
-def selector_ok(task: Task, node: Node) -> bool:
-    if any(node.labels.get(k) != v for k, v in task.node_selector.items()):
-        return False
-    terms = task.required_affinity
-    return not terms or any(t.match_expressions and t.matches(node.labels) for t in terms)
-
-
-def taints_ok(task: Task, node: Node) -> bool:
-    taints = [
-        (t.key, t.value, t.effect) for t in node.taints if t.effect in ("NoSchedule", "NoExecute")
-    ]
-    if node.unschedulable:
-        taints.append((UNSCHEDULABLE_TAINT, "", "NoSchedule"))
-    return all(any(tol.tolerates(*taint) for tol in task.tolerations) for taint in taints)
 
 
 def tdm_ok(instance: Instance, group: Group, node: Node, lookahead: bool) -> bool:
@@ -156,7 +138,10 @@ def find_candidates(
     out = Candidates()
     for cls in classes:
         node = instance.nodes[cls.rep]
-        if not selector_ok(group.task, node) or not taints_ok(group.task, node):
+        task = group.task
+        if not task.node_affinity_matches(node.labels) or not task.tolerates_all(
+            node.scheduling_taints
+        ):
             continue
         if not tdm_ok(instance, group, node, lookahead):
             continue

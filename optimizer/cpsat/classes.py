@@ -32,8 +32,6 @@ from .affinity_keys import class_label_keys, has_pod_terms, node_signature
 from .records import Group, RunningPod
 from .units import model_units
 
-SCHEDULING_EFFECTS = ("NoSchedule", "NoExecute")
-
 
 @dataclass
 class DeviceClass:
@@ -270,9 +268,7 @@ def _node_key(
         if not r.evictable:
             held.update(r.request)
             held_pods += 1
-    taints = tuple(
-        sorted((t.key, t.value, t.effect) for t in node.taints if t.effect in SCHEDULING_EFFECTS)
-    )
+    taints = tuple(sorted((t.key, t.value, t.effect) for t in node.hard_taints))
     return (
         path,
         tuple(sorted(model_units(node.allocatable, round_up=False).items())),

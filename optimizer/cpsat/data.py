@@ -31,7 +31,6 @@ from models.tdm import (
     shuffle_rounds,
     shuffle_victims,
 )
-from models.vocabulary import CRITICAL_PRIORITY_CLASSES, SYSTEM_NAMESPACE
 from models.workload import DeviceShare, Job, Pod, Task
 
 from .candidates import candidate_key, device_pool, find_candidates
@@ -309,9 +308,7 @@ class _Builder:
         node = self.instance.node_by_name[node_name]
         dev_index = {d.id: i for i, d in enumerate(node.gpus)}
         held = [(dev_index[s.id], s.memory, s.cores) for s in shares if s.id in dev_index]
-        protected = (
-            job.namespace == SYSTEM_NAMESPACE or job.priority_class in CRITICAL_PRIORITY_CLASSES
-        )
+        protected = job.conformance_protection is not None
         preemptable = pod_preemptable(task.annotations, task.labels)
         # shuffle's victims: conformance is no VictimTasks plugin, so it protects none of them.
         zone = node_zone(node.labels)

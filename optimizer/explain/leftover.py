@@ -15,7 +15,6 @@ from models.gpu import GpuDevice
 from models.instance import Instance
 from models.resources import PODS
 from models.tdm import pod_preemptable
-from models.vocabulary import CRITICAL_PRIORITY_CLASSES, SYSTEM_NAMESPACE
 from models.workload import Job, Task
 
 from ..cpsat.candidates import device_pool
@@ -75,7 +74,7 @@ def _queues_of(instance: Instance, job: Job) -> tuple[str, ...]:
 
 
 def _protected(job: Job) -> bool:
-    return job.namespace == SYSTEM_NAMESPACE or job.priority_class in CRITICAL_PRIORITY_CLASSES
+    return job.conformance_protection is not None
 
 
 def leftover(instance: Instance, plan: Plan, targets: Collection[str]) -> Leftover:

@@ -29,10 +29,8 @@ from models.gpu import GpuRequest, exclusive_on
 from models.instance import Instance
 from models.resources import NVIDIA_GPU, PODS
 from models.tdm import node_zone, pod_revocable_zone
-from models.vocabulary import UNSCHEDULABLE_TAINT
 from models.workload import Job, Task
 
-from ..cpsat.candidates import selector_ok
 from ..cpsat.data import queue_tables
 from ..cpsat.solving import Solvable
 from ..cpsat.units import UNLIMITED, model_units
@@ -268,12 +266,9 @@ class ExplainModel(Solvable):
     def _static(self, task: Task, node: Node) -> list[tuple[str, str, dict[str, object]]]:
         """The static node rules that keep ``task`` off ``node``: (key, kind, facts)."""
         out: list[tuple[str, str, dict[str, object]]] = []
-        if not selector_ok(task, node):
+        if not task.node_affinity_matches(node.labels):
             out.append((f"selector:{task.name}", kinds.SELECTOR, {"task": task.name}))
-        taints = [(t.key, t.value, t.effect) for t in node.taints if t.effect != "PreferNoSchedule"]
-        if node.unschedulable:
-            taints.append((UNSCHEDULABLE_TAINT, "", "NoSchedule"))
-        for taint in taints:
+        for taint in ((t.key, t.value, t.effect) for t in node.scheduling_taints):
             if not any(tol.tolerates(*taint) for tol in task.tolerations):
                 key = f"taint:{task.name}:{taint[0]}={taint[1]}:{taint[2]}"
                 out.append((key, kinds.TAINT, {"task": task.name, "taint": taint}))

@@ -23,10 +23,7 @@ from .. import __version__
 from ..result import Status
 from .bindings import EVICTION_REASON, is_bindings, plan_dict_from_bindings
 from .records import (
-    ADMITTED,
     JOB_STATUSES,
-    PENDING,
-    RUNNING,
     Eviction,
     JobDecision,
     Pipelined,
@@ -296,23 +293,9 @@ def _read_metadata(raw: object, instance: Instance, bad: Report) -> Mapping[str,
 
 
 def derive_job_statuses(instance: Instance, plan: Plan) -> tuple[JobDecision, ...]:
-    """Job status from pod positions: admitted when the plan places pods of the job, running
-    when its pods were already running and nothing was added, pending otherwise."""
-    placed = {p.pod for p in plan.placements}
-    evicted = {e.pod for e in plan.evictions}
-    out = []
-    for job in instance.jobs:
-        pods = job.pods
-        new = sum(1 for p in pods if p.key in placed)
-        kept = sum(1 for p in pods if p.running and p.key not in evicted)
-        if new:
-            status = ADMITTED
-        elif kept:
-            status = RUNNING
-        else:
-            status = PENDING
-        out.append(JobDecision(job.key, status))
-    return tuple(out)
+    """The jobs' statuses from where their pods are (``Plan.job_statuses``), for a plan
+    that does not state them."""
+    return tuple(JobDecision(key, status) for key, status in plan.job_statuses(instance).items())
 
 
 def _read_entries(

@@ -143,6 +143,28 @@ class Plan:
             out[p.pod] = Bound(p.pod, p.node, p.gpus, running=False)
         return out
 
+    def job_statuses(
+        self, instance: Instance, bound: Mapping[str, Bound] | None = None
+    ) -> dict[str, str]:
+        """Each job's state once the plan is applied, by where its pods are: **pending** when
+        it has no pod on a node or fewer than ``minAvailable`` (a gang that does not hold is
+        not running), else **admitted** when the plan places any of its pods, else
+        **running**. ``bound``: :meth:`bound_pods`, when the caller has it already."""
+        if bound is None:
+            bound = self.bound_pods(instance)
+        placed = {p.pod for p in self.placements}
+        out = {}
+        for job in instance.jobs:
+            keys = [p.key for p in job.pods]
+            held = sum(1 for k in keys if k in bound)
+            if held == 0 or held < job.min_available:
+                out[job.key] = PENDING
+            elif any(k in placed for k in keys):
+                out[job.key] = ADMITTED
+            else:
+                out[job.key] = RUNNING
+        return out
+
     def held_pods(self, instance: Instance) -> dict[str, Bound]:
         """Every pod on a node once the plan is applied: :meth:`bound_pods`, and the running
         pods of other schedulers, which hold their room whatever a plan says."""

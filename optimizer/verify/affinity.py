@@ -24,7 +24,6 @@ from models.workload import Task
 from .context import Context, Member, Violation
 
 AFFINITY, ANTI_AFFINITY, SPREAD = "pod-affinity", "pod-anti-affinity", "topology-spread"
-_SCHEDULE_EFFECTS = ("NoSchedule", "NoExecute")
 Selector = LabelSelector | None
 
 
@@ -173,27 +172,6 @@ def _has_required_anti(task: Task) -> bool:
     return task.pod_anti_affinity is not None and bool(task.pod_anti_affinity.required)
 
 
-def _node_admits(me: Present, node: Node, c: SpreadConstraint) -> bool:
-    """The node-inclusion policies: node selector and required node affinity (Honor by
-    default), untolerated NoSchedule/NoExecute taints (Ignore by default)."""
-    task = me.member.task
-    if c.node_affinity_policy == "Honor":
-        if any(node.labels.get(k) != v for k, v in task.node_selector.items()):
-            return False
-        req = task.required_affinity
-        if req and not any(
-            (t.match_expressions or t.match_labels) and t.matches(node.labels) for t in req
-        ):
-            return False
-    if c.node_taints_policy == "Honor":
-        for taint in node.taints:
-            if taint.effect in _SCHEDULE_EFFECTS and not any(
-                tol.tolerates(taint.key, taint.value, taint.effect) for tol in task.tolerations
-            ):
-                return False
-    return True
-
-
 def _spread_counts(
     ctx: Context,
     me: Present,
@@ -208,7 +186,7 @@ def _spread_counts(
     counts: dict[str, int] = {}
     eligible = set()
     for node in ctx.instance.nodes:
-        if all(k in node.labels for k in keys) and _node_admits(me, node, c):
+        if all(k in node.labels for k in keys) and c.includes(me.member.task, node):
             eligible.add(node.name)
             counts.setdefault(node.labels[c.topology_key], 0)
     for e in before:

@@ -10,9 +10,7 @@ from models.resources import Resources, format_amount
 from models.scheduler_conf import EVICTING_ACTIONS, SchedulerConf
 from models.tdm import has_disruption_budget, job_eviction_budget, node_zone, pod_preemptable
 from models.vocabulary import (
-    CRITICAL_PRIORITY_CLASSES,
     PREEMPTABLE,
-    SYSTEM_NAMESPACE,
 )
 
 from ..plan import Eviction
@@ -101,11 +99,9 @@ def _victim_problems(ctx: Context, e: Eviction) -> Iterator[Violation]:
         if problem is not None:
             yield bad(f"not a TDM eviction: {problem}")
         return
-    if instance.scheduler.has("conformance"):
-        if member.pod.namespace == SYSTEM_NAMESPACE:
-            yield bad(f"conformance protects pods of namespace {SYSTEM_NAMESPACE}")
-        if job.priority_class in CRITICAL_PRIORITY_CLASSES:
-            yield bad(f"conformance protects priority class {job.priority_class}")
+    protection = job.conformance_protection
+    if instance.scheduler.has("conformance") and protection is not None:
+        yield bad(f"conformance protects {protection}")
     if not any(action in EVICTING_ACTIONS for action in instance.scheduler.actions):
         tdm = " (TDM's shuffle evicts from closed zones only, with reason tdm)"
         yield bad(

@@ -10,9 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from models.resources import PODS, Resources, format_amount
-from models.vocabulary import (
-    UNSCHEDULABLE_TAINT,
-)
 
 from .context import Context, Violation
 
@@ -79,13 +76,10 @@ def check_taint(ctx: Context) -> Iterator[Violation]:
     only if it tolerates ``node.kubernetes.io/unschedulable:NoSchedule``."""
     for p in ctx.plan.placements:
         tolerations, node = ctx.members[p.pod].task.tolerations, ctx.node(p.node)
-        hard = [(t.key, t.value, t.effect) for t in node.taints if t.effect != "PreferNoSchedule"]
-        if node.unschedulable:
-            hard.append((UNSCHEDULABLE_TAINT, "", "NoSchedule"))
         untolerated = [
-            f"{k}={v}:{e}" if v else f"{k}:{e}"
-            for k, v, e in hard
-            if not any(t.tolerates(k, v, e) for t in tolerations)
+            f"{t.key}={t.value}:{t.effect}" if t.value else f"{t.key}:{t.effect}"
+            for t in node.scheduling_taints
+            if not any(tol.tolerates(t.key, t.value, t.effect) for tol in tolerations)
         ]
         if untolerated:
             yield Violation(

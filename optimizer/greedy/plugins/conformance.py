@@ -7,9 +7,6 @@ their own, so the PodGroup's class stands in for it; the namespace test is Volca
 
 from __future__ import annotations
 
-from models.vocabulary import CRITICAL_PRIORITY_CLASSES as CRITICAL_CLASSES
-from models.vocabulary import SYSTEM_NAMESPACE
-
 from ..api import TaskInfo
 from ..session import PERMIT, Plugin, Session
 
@@ -19,15 +16,11 @@ class ConformancePlugin(Plugin):
 
     def on_session_open(self, ssn: Session) -> None:
         protected_jobs = {
-            uid for uid, job in ssn.jobs.items() if job.job.priority_class in CRITICAL_CLASSES
+            uid for uid, job in ssn.jobs.items() if job.job.conformance_protection is not None
         }
 
         def evictable(evictor: TaskInfo, candidates: list[TaskInfo]) -> tuple[list[TaskInfo], int]:
-            victims = [
-                t
-                for t in candidates
-                if t.namespace != SYSTEM_NAMESPACE and t.job not in protected_jobs
-            ]
+            victims = [t for t in candidates if t.job not in protected_jobs]
             return victims, PERMIT
 
         ssn.add("preemptable", self.name, evictable)

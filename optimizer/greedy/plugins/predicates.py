@@ -17,18 +17,15 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 
-from models.affinity import HONOR, SpreadConstraint
-from models.cluster import Taint
+from models.affinity import SpreadConstraint
+from models.cluster import CORDON, Taint
 from models.resources import CPU, MEMORY
-from models.topology import LabelSelector
-from models.vocabulary import UNSCHEDULABLE_TAINT
 from models.workload import Toleration
 
 from ..api import NodeInfo, TaskInfo, vadd, vsub
 from ..session import UNRESOLVABLE, UNSCHEDULABLE, Event, EventHandler, FitFailure, Plugin, Session
 from .pod_filters import PodFilters
 
-DO_NOT_SCHEDULE = frozenset({"NoSchedule", "NoExecute"})
 DEFAULT_MILLI_CPU = 100
 """kube-scheduler ``DefaultMilliCPURequest``: what a pod without a CPU request counts for."""
 DEFAULT_MEMORY = 200 * 1024 * 1024
@@ -130,33 +127,10 @@ def tolerated(tolerations: tuple[Toleration, ...], taint: Taint) -> bool:
     return any(t.tolerates(taint.key, taint.value, taint.effect) for t in tolerations)
 
 
-def term_matches(term: LabelSelector, labels: Mapping[str, str]) -> bool:
-    """One required ``nodeSelectorTerm``; unlike a label selector, an empty term matches no
-    node (``NodeSelectorRequirementsAsSelector`` of nothing → ``labels.Nothing()``)."""
-    if not term.match_expressions and not term.match_labels:
-        return False
-    return term.matches(labels)
-
-
-def affinity_matches(task: TaskInfo, labels: Mapping[str, str]) -> bool:
-    """``nodeSelector`` must all hold, and (if set) at least one required affinity term."""
-    spec = task.task
-    for key, value in spec.node_selector.items():
-        if labels.get(key) != value:
-            return False
-    terms = spec.required_affinity
-    return not terms or any(term_matches(term, labels) for term in terms)
-
-
 def spread_included(task: TaskInfo, c: SpreadConstraint, node: NodeInfo) -> bool:
-    """Topology spread's node-inclusion policies (``matchNodeInclusionPolicies``): node
-    affinity and selector when ``Honor`` (the default), NoSchedule/NoExecute taints when
-    ``Honor`` (default ``Ignore``)."""
-    if c.node_affinity_policy == HONOR and not affinity_matches(task, node.node.labels):
-        return False
-    return c.node_taints_policy != HONOR or all(
-        tolerated(task.task.tolerations, t) for t in node.node.taints if t.effect in DO_NOT_SCHEDULE
-    )
+    """Topology spread's node-inclusion policies (``SpreadConstraint.includes``) on the
+    session's task and node."""
+    return c.includes(task.task, node.node)
 
 
 class PredicatesPlugin(Plugin):
@@ -168,11 +142,7 @@ class PredicatesPlugin(Plugin):
         self._unschedulable = "NodeUnschedulable" in filters
         self._affinity = "NodeAffinity" in filters
         self._taints = "TaintToleration" in filters
-        self._hard_taints = [
-            tuple(t for t in node.node.taints if t.effect in DO_NOT_SCHEDULE)
-            for node in ssn.node_list
-        ]
-        self._cordon = Taint(UNSCHEDULABLE_TAINT, "", "NoSchedule")
+        self._hard_taints = [node.node.hard_taints for node in ssn.node_list]
         self.pod_filters = PodFilters.open(
             ssn, "PodAffinity" in filters, "PodTopologySpread" in filters, spread_included
         )
@@ -216,13 +186,13 @@ class PredicatesPlugin(Plugin):
         if (
             self._unschedulable
             and node.node.unschedulable
-            and not tolerated(spec.tolerations, self._cordon)
+            and not tolerated(spec.tolerations, CORDON)
         ):
             return FitFailure(UNRESOLVABLE, NODE_UNSCHEDULABLE, self.name)
         if (
             self._affinity
             and (spec.node_selector or spec.required_affinity)
-            and not affinity_matches(task, node.node.labels)
+            and not spec.node_affinity_matches(node.node.labels)
         ):
             return FitFailure(UNRESOLVABLE, AFFINITY_MISMATCH, self.name)
         if self._taints:
