@@ -188,9 +188,10 @@ class JobInfo:
     allocated: list[int] = field(default_factory=list)
     allocated_hypernode: str = ""
     """LCA HyperNode of the job's allocated tasks (rebuilt from running pods at open)."""
-    hard_tier: int | None = None
-    """Effective hard-topology limit after ``adjustNetworkTopologySpec`` (soft → top tier);
-    None for jobs that take the plain path."""
+    tier_limit: int | None = None
+    """The highest tier the topology search may use, after ``adjustNetworkTopologySpec``
+    (hard: ``highestTierAllowed``; soft: the top tier); None for jobs that take the plain
+    path. Not ``NetworkTopology.hard_tier``, which is None in soft mode."""
     subjob_hypernode: str = ""
     """The default subjob's ``AllocatedHyperNode``: LCA of the HyperNodes its placements were
     chosen in (lower than the job's when a tier-k candidate placed the job in a descendant)."""
@@ -265,9 +266,6 @@ class JobInfo:
             self.waiting_task_num + self.ready_task_num + self.pending_best_effort_num
             >= self.min_available
         )
-
-    def is_starving(self) -> bool:
-        return self.waiting_task_num + self.ready_task_num < self.min_available
 
     def valid_task_num(self) -> int:
         """Tasks that count towards gang validity: allocated, succeeded, pipelined, pending."""

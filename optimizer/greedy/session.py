@@ -257,7 +257,7 @@ class Session(SessionPlugins):
         if spec is not None:
             # Volcano quirk (§9.6): soft is hard with the virtual top as the limit, and hard
             # without a (resolved) tier is not hard at all: it takes the plain path.
-            info.hard_tier = spec.search_limit(self.topology.top_tier)
+            info.tier_limit = spec.search_limit(self.topology.top_tier)
             placed = {t.node for t in tasks.values() if t.node}
             if placed:
                 info.allocated_hypernode = self.topology.lowest_common(placed) or ""

@@ -344,7 +344,7 @@ def test_topology_spec_without_limit_still_gets_lca_scoring() -> None:
     the nodes score 0 instead of getting the normal-pod tier score."""
     ssn = make_session(job("train", topology="{mode: hard}"))
     train = the_job(ssn, "train")
-    assert train.hard_tier is None
+    assert train.tier_limit is None
     scores = ssn.batch_node_order(first_task(ssn, "train"), all_nodes(ssn))
     assert set(scores.values()) == {0.0}
 

@@ -94,7 +94,7 @@ def _allocate_job(ssn: Session, job: JobInfo, sheet: Worksheet) -> tuple[Workshe
     is not ready is not pushed back, and a pipelined-only statement is neither committed nor
     discarded, so its placements keep holding node and queue resources for the rest of the
     cycle without being bound."""
-    hard = job.hard_tier is not None
+    hard = job.tier_limit is not None
     if hard:
         stmt, sheet, hypernode = allocate_for_job(ssn, job, sheet)
     else:
@@ -381,7 +381,7 @@ def topology_reason(ssn: Session, job: JobInfo, gradients: list[list[str]]) -> s
             f"{mode} network topology not enforced (network-topology-aware is not configured): "
             "the whole cluster was searched and could not hold the gang"
         )
-    limit = "any tier up to the whole cluster" if mode == "soft" else f"tier ≤ {job.hard_tier}"
+    limit = "any tier up to the whole cluster" if mode == "soft" else f"tier ≤ {job.tier_limit}"
     if not gradients:
         return (
             f"{mode} network topology: no HyperNode of {limit} had the job's minResources idle "

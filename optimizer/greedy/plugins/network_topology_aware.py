@@ -184,7 +184,7 @@ class NetworkTopologyAwarePlugin(Plugin):
         pre-filter; otherwise a HyperNode must hold the job's minimum resources in its idle or
         future-idle sum, or in its allocatable sum when the gradient is for eviction.
         """
-        limit = job.hard_tier
+        limit = job.tier_limit
         if limit is None:
             return [[hypernode]]
         topo = self.topology
