@@ -39,7 +39,7 @@ from models.resources import (
 from models.tdm import node_zone
 from models.workload import Task
 
-from .explain.position import queue_positions
+from .reasons.position import queue_positions
 
 UNSET = "-"
 UNLIMITED = "∞"

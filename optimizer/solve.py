@@ -5,7 +5,7 @@ The CP-SAT engine always starts from the greedy plan (its hint and its floor), s
 The time limit is the user's wall clock: the budget opens when the command started (reading
 the input counts), the greedy baseline is the first phase of the CP-SAT engine's budget, and
 parts of it are kept back for what follows the engine: naming why each pending job of a
-CP-SAT plan is pending (``optimizer.explain.annotate``), queue positions, metrics and the
+CP-SAT plan is pending (``optimizer.reasons.annotate``), queue positions, metrics and the
 report, which grow with the snapshot.
 """
 
@@ -17,13 +17,13 @@ from models.instance import Instance
 from .budget import Budget
 from .cpsat.engine import solve as solve_cpsat
 from .disruption import check_budgets
-from .explain.annotate import MAX_NODES, REASON_SECONDS, REASON_SHARE, annotate
-from .explain.position import queue_positions
 from .greedy.engine import solve as solve_greedy
 from .metrics import evaluate
 from .options import SolveOptions
 from .plan import PENDING, Plan
 from .progress import Progress
+from .reasons.annotate import MAX_NODES, REASON_SECONDS, REASON_SHARE, annotate
+from .reasons.position import queue_positions
 from .result import Status
 
 ENGINES = ("cpsat", "greedy")

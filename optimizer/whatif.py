@@ -35,6 +35,7 @@ from models.workload import Job, NetworkTopology, pod_name
 
 from .metrics import evaluate
 from .options import SolveOptions
+from .solve import ENGINES, solve
 
 Variant = Callable[[Instance], Instance]
 WHAT_IF = "what-if"
@@ -314,8 +315,6 @@ def solve_variant(
     name: str, instance: Instance, engine: str, options: SolveOptions
 ) -> dict[str, Any]:
     """One row of a sweep: the variant, the engine and every scalar metric."""
-    from .solve import solve
-
     plan = solve(instance, engine, options)
     row: dict[str, Any] = {"variant": name, "engine": engine}
     row.update(evaluate(instance, plan, options.typical_mix).scalars())
@@ -356,8 +355,6 @@ def sweep(
     """
     import dask
     from dask.distributed import Client, LocalCluster, as_completed
-
-    from .solve import ENGINES
 
     if isinstance(engines, str) or not all(e in ENGINES for e in engines):
         raise ValueError(f"engines must be a list of {', '.join(ENGINES)}, got {engines!r}")

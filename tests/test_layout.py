@@ -90,6 +90,27 @@ def test_no_import_circle(graph: nx.DiGraph) -> None:
     assert circles == []
 
 
+def test_no_import_circle_between_packages(graph: nx.DiGraph) -> None:
+    """Read one level up — each sub-package or top module of ``models`` and ``optimizer`` as
+    one node — the imports still run one way: ``solve`` reads the pending reasons
+    (``optimizer.reasons``), ``explain`` and ``whatif`` read ``solve``, and nothing below
+    reads them back."""
+    packages = nx.DiGraph()
+    for a, b in graph.edges:
+        top_a, top_b = ".".join(a.split(".")[:2]), ".".join(b.split(".")[:2])
+        if top_a != top_b:
+            packages.add_edge(top_a, top_b)
+    assert packages.has_edge("optimizer.solve", "optimizer.reasons")
+    assert packages.has_edge("optimizer.explain", "optimizer.solve")
+    circles = [sorted(c) for c in nx.strongly_connected_components(packages) if len(c) > 1]
+    assert circles == []
+
+
+def test_the_options_reach_no_engine(graph: nx.DiGraph) -> None:
+    """The solve options are the engines' common input: they import neither engine."""
+    assert _reaches(graph, "optimizer.options", ["optimizer.cpsat", "optimizer.greedy"]) == []
+
+
 def _reaches(graph: nx.DiGraph, module: str, prefixes: Sequence[str]) -> list[str]:
     """Names under ``prefixes`` that ``module`` imports, directly or through project modules."""
     found = []

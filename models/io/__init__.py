@@ -19,6 +19,7 @@ from ..yamlio import STDIN, STDIN_NAME, load_documents, read_text
 from .compact import from_dict, instance_name
 from .kube import translate
 from .kube.provenance import INSTANCE, Origin, Provenance
+from .scheduler_conf_file import read_scheduler_conf
 
 __all__ = ["STDIN", "from_dict", "from_documents", "load", "load_inputs", "loads"]
 
@@ -128,9 +129,7 @@ def _documents(file: str) -> list[object]:
 
 def _scheduler_conf(file: str) -> object:
     """A ``volcano-scheduler.conf`` file, or the ConfigMap holding it, checked on its own so
-    that a problem in it names this file (``models.scheduler_conf_file``)."""
-    from ..scheduler_conf_file import read_scheduler_conf
-
+    that a problem in it names this file (``scheduler_conf_file.py``)."""
     return read_scheduler_conf(file)
 
 

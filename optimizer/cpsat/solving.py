@@ -1,7 +1,7 @@
 """Where vcopt makes a CP-SAT model and how it solves one.
 
 Both of vcopt's models, the engine's snapshot model (``model.py``) and ``vcopt explain``'s
-model of one job against a plan (``optimizer.explain.model``), are :class:`Solvable`: the
+model of one job against a plan (``optimizer.reasons.model``), are :class:`Solvable`: the
 model is made here and every solve runs through :meth:`Solvable.run`, on a worker thread
 while the main thread waits. Python only runs signal handlers on the main thread, so this is
 what lets Ctrl-C stop CP-SAT within a fraction of a second; CP-SAT's own SIGINT handler is

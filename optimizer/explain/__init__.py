@@ -3,9 +3,9 @@ let a queue's pending jobs start (``vcopt capacity``); queue positions and CP-SA
 reasons for plans. One module per idea: the dedicated model, the searches over it, the words,
 the remedies, the two answers."""
 
+from ..reasons.position import queue_positions
 from .capacity import Capacity, capacity
 from .explanation import Blocker, Explanation, explain
-from .position import queue_positions
 from .remedies import Change
 
 __all__ = [

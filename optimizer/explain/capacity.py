@@ -39,11 +39,11 @@ from .. import whatif
 from ..cpsat.data import queue_tables
 from ..options import SolveOptions
 from ..plan import ADMITTED, PENDING, RUNNING, Plan
-from . import rules as kinds
-from . import search
-from .model import MAX_NEW_NODES, ExplainModel
+from ..reasons import rules as kinds
+from ..reasons import search
+from ..reasons.model import MAX_NEW_NODES, ExplainModel
+from ..reasons.words import describe
 from .plans import plan_of
-from .words import describe
 
 Group = tuple[str, str | None]
 """(the node the new ones copy, the HyperNode leaf they join; None without HyperNodes)."""

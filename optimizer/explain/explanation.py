@@ -19,13 +19,13 @@ from models.workload import Job
 
 from ..options import SolveOptions
 from ..plan import ADMITTED, PENDING, RUNNING, Plan
-from . import rules as kinds
-from . import search
-from .model import ExplainModel
+from ..reasons import rules as kinds
+from ..reasons import search
+from ..reasons.model import ExplainModel
+from ..reasons.words import describe, dominant
 from .plans import plan_of
 from .remedies import Change, Variant, changes, compose
 from .target import find_job
-from .words import describe, dominant
 
 FITS = "it fits in the room the plan leaves"
 RESOLVE_SECONDS = 10.0
@@ -244,7 +244,7 @@ def explain(
 ) -> Explanation:
     """Why ``job`` (``namespace/name`` or a unique name) is pending in ``engine``'s plan of
     ``instance`` (solved here unless ``plan`` is given), and what would let it start."""
-    from .position import queue_positions
+    from ..reasons.position import queue_positions
 
     target = find_job(instance, job)
     options = options or SolveOptions(time_limit=RESOLVE_SECONDS, quiet=True)

@@ -12,12 +12,11 @@ from models.instance import Instance
 from ..options import SolveOptions
 from ..plan import Plan
 from ..result import Status
+from ..solve import solve
 
 
 def plan_of(instance: Instance, engine: str, options: SolveOptions) -> Plan:
     """``engine``'s plan of ``instance``; KeyboardInterrupt when the user stopped its search."""
-    from ..solve import solve  # optimizer.solve imports this package for the pending reasons
-
     plan = solve(instance, engine, options)
     if plan.solver is not None and plan.solver.status == Status.INTERRUPTED:
         raise KeyboardInterrupt

@@ -30,9 +30,9 @@ from models.workload import Toleration
 
 from .. import whatif
 from ..cpsat.units import MIB, MIB_RESOURCES
-from . import rules as kinds
-from .model import ExplainModel
-from .search import Correction, Relaxed
+from ..reasons import rules as kinds
+from ..reasons.model import ExplainModel
+from ..reasons.search import Correction, Relaxed
 
 Variant = Callable[[Instance], Instance]
 UUID_KEYS = (

@@ -14,8 +14,8 @@ import pytest
 from models.instance import Instance
 from models.load import loads
 from optimizer.explain import explain
-from optimizer.explain import rules as kinds
 from optimizer.options import SolveOptions
+from optimizer.reasons import rules as kinds
 
 OPTIONS = SolveOptions(time_limit=10.0, workers=1, quiet=True, deterministic=True)
 HEADER = """\

@@ -27,9 +27,9 @@ from explain_cases import (
 
 from models.errors import InputError
 from optimizer.explain import explain
-from optimizer.explain import rules as kinds
 from optimizer.options import SolveOptions
 from optimizer.plan import ADMITTED
+from optimizer.reasons import rules as kinds
 from optimizer.solve import solve
 from optimizer.verify import verify
 

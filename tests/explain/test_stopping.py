@@ -16,9 +16,10 @@ from explain_cases import selector_case
 
 from optimizer import solve as solving
 from optimizer.budget import Budget
-from optimizer.explain import explain, search
-from optimizer.explain.model import ExplainModel
+from optimizer.explain import explain, plans
 from optimizer.options import SolveOptions
+from optimizer.reasons import search
+from optimizer.reasons.model import ExplainModel
 from optimizer.result import Status
 
 OPTIONS = SolveOptions(time_limit=10.0, workers=1, quiet=True, deterministic=True)
@@ -48,7 +49,7 @@ def _stopped(real):
 
 
 def test_explain_ends_when_its_plan_search_was_stopped(monkeypatch):
-    monkeypatch.setattr(solving, "solve", _stopped(solving.solve))
+    monkeypatch.setattr(plans, "solve", _stopped(solving.solve))
     with pytest.raises(KeyboardInterrupt):
         explain(selector_case(), "want", "cpsat", options=OPTIONS)
 

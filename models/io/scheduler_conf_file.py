@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import Diagnostics, InputError, Problem
-from .io.kube.cluster import SCHEDULER_CONF_KEY, ClusterReader
-from .io.kube.objects import ObjectReader
-from .scheduler_conf import parse_scheduler_conf
-from .tdm import TDM_PLUGIN, TdmConfig
-from .vocabulary import helm_default_scheduler
-from .yamlio import STDIN, STDIN_NAME, load_documents, read_text
+from ..errors import Diagnostics, InputError, Problem
+from ..scheduler_conf import parse_scheduler_conf
+from ..tdm import TDM_PLUGIN, TdmConfig
+from ..vocabulary import helm_default_scheduler
+from ..yamlio import STDIN, STDIN_NAME, load_documents, read_text
+from .kube.cluster import SCHEDULER_CONF_KEY, ClusterReader
+from .kube.objects import ObjectReader
 
 EXPECTED = (
     "expected a volcano-scheduler.conf (actions, tiers) or the ConfigMap holding it "
