@@ -41,31 +41,28 @@ from typing import Any
 from models.gpu import HAMI_CORES, HAMI_COUNT, HAMI_MEMORY_PERCENTAGE
 from models.instance import Instance
 from models.load import from_dict
-from models.vocabulary import API_VERSION, PREEMPTABLE, helm_default_scheduler
-from optimizer import trace_import
+from models.vocabulary import API_VERSION
+from optimizer import spot_import, trace_import
+from optimizer.gang_jobs import gang_job
 from optimizer.generate import Stats, write_instance
 from optimizer.greedy.engine import solve as greedy_solve
+from optimizer.spot_import import Machine
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
 """Where the trace files are (``alibaba-gpu-v2023/``, ``alibaba-spot-gpu-v2026/``)."""
 ALIBABA = "alibaba-1213"
 SPOT = "spot-4278"
-RACK_SIZE = 15
-RACKS_PER_SPINE = 8
+RACK_SIZE = spot_import.RACK_SIZE
+RACKS_PER_SPINE = spot_import.RACKS_PER_SPINE
 RUNNING_SHARE = 0.6
 """Share of the jobs (in arrival order) offered to the greedy cycle that lays out the running
 load; what it binds is running, the rest stays pending."""
 LOAD = 1.3
 """Running plus pending GPU demand over the GPUs, as the generated shapes' default."""
-RACK_LABEL = "topology.kubernetes.io/rack"
-MODEL_LABEL = trace_import.GPU_MODEL_LABEL
+MODEL_LABEL = spot_import.MODEL_LABEL
 NOW = trace_import.TRACE_RELEASED
-PRIORITY_CLASSES = (
-    {"name": "high", "value": 1000},
-    {"name": "normal", "value": 100},
-    {"name": "low", "value": 10},
-)
+PRIORITY_CLASSES = (spot_import.HIGH, {"name": "normal", "value": 100}, spot_import.LOW)
 QOS_PRIORITY = {"LS": "high", "Guaranteed": "normal", "Burstable": "normal", "BE": "low"}
 """The v2023 trace's QoS classes: latency-sensitive first, best-effort last."""
 ORGANISATIONS = 8
@@ -73,17 +70,6 @@ GANG_SHARE = 0.2
 """Share of whole-GPU tasks (v2023) that become gangs of copies of themselves."""
 MAX_GANG_GPUS = 64
 """A gang asks for at most this many GPUs, half of a rack of 8-GPU nodes at most."""
-SPOT_MEMORY_MIB = {
-    "A10": 24576,
-    "A100-SXM4-80GB": 81920,
-    "A800-SXM4-80GB": 81920,
-    "H800": 81920,
-    "GPU-series-1": 32768,
-    "GPU-series-2": 98304,
-}
-"""Device memory per model; the v2026 table gives none, and its GPU-series models are
-anonymised (their figures are placeholders: only whole GPUs are asked of them)."""
-SPOT_MEMORY_GI_PER_CPU = 8
 SPOT_HP_SHARE = 0.6
 SPOT_GANG_SHARE = 0.3
 """Share of spot-trace jobs with more than one worker."""
@@ -110,16 +96,6 @@ def missing(name: str, data: Path = DATA) -> list[Path]:
     return [data / file for file in TRACE_FILES[name] if not (data / file).is_file()]
 
 
-@dataclass(frozen=True)
-class Machine:
-    """One node of a trace's list, as the instance needs it."""
-
-    name: str
-    model: str
-    gpus: int
-    doc: dict[str, Any]
-
-
 @dataclass
 class Work:
     """One job before the running load is laid out: its document and its GPU demand."""
@@ -139,64 +115,6 @@ def every_kth(items: Sequence[Any], count: int | None) -> list[Any]:
         raise ValueError(f"nodes must be ≥ 1, got {count}")
     step = len(items) / count
     return [items[math.floor(i * step)] for i in range(count)]
-
-
-def topology(machines: Sequence[Machine]) -> tuple[dict[str, str], list[dict[str, Any]]]:
-    """Racks of at most :data:`RACK_SIZE` nodes of one model (a model's nodes split into
-    racks of near-equal size, by name), spines of at most :data:`RACKS_PER_SPINE` racks of one
-    model. Returns each node's rack and the HyperNode documents."""
-    by_model: dict[str, list[Machine]] = {}
-    for m in sorted(machines, key=lambda m: (m.model, m.name)):
-        by_model.setdefault(m.model, []).append(m)
-    rack_of: dict[str, str] = {}
-    racks: list[dict[str, Any]] = []
-    spines: list[dict[str, Any]] = []
-    for members in by_model.values():
-        count = math.ceil(len(members) / RACK_SIZE)
-        names_here = []
-        for r in range(count):
-            rack = f"rack-{len(racks) + 1:03d}"
-            names_here.append(rack)
-            for m in members[r * len(members) // count : (r + 1) * len(members) // count]:
-                rack_of[m.name] = rack
-            selector = {"labelMatch": {"matchLabels": {RACK_LABEL: rack}}}
-            racks.append(
-                {
-                    "name": rack,
-                    "tier": 1,
-                    "tierName": "rack",
-                    "members": [{"type": "Node", "selector": selector}],
-                }
-            )
-        per_spine = math.ceil(count / math.ceil(count / RACKS_PER_SPINE))
-        for s in range(0, count, per_spine):
-            members_here = [
-                {"type": "HyperNode", "selector": {"exactMatch": {"name": rack}}}
-                for rack in names_here[s : s + per_spine]
-            ]
-            spine = f"spine-{len(spines) + 1:02d}"
-            spines.append({"name": spine, "tier": 2, "tierName": "spine", "members": members_here})
-    return rack_of, racks + spines
-
-
-def scheduler(actions: str) -> dict[str, Any]:
-    """Volcano's Helm-chart tiers with ``capacity`` for the organisations' deserved shares,
-    HAMi GPU sharing (binpack device order) and network topology."""
-    helm = helm_default_scheduler()
-    second = [
-        {"name": "overcommit"},
-        {"name": "drf", "enablePreemptable": False},
-        {"name": "predicates"},
-        {"name": "capacity"},
-        {"name": "nodeorder"},
-        {"name": "binpack"},
-        {
-            "name": "deviceshare",
-            "arguments": {"deviceshare.VGPUEnable": True, "deviceshare.SchedulePolicy": "binpack"},
-        },
-        {"name": "network-topology-aware"},
-    ]
-    return {"actions": actions, "tiers": [helm["tiers"][0], {"plugins": second}]}
 
 
 def organisations(gpus: int, rng: random.Random) -> tuple[list[dict[str, Any]], list[float]]:
@@ -224,39 +142,6 @@ def _log_uniform(rng: random.Random, low: int, high: int) -> int:
     if high <= low:
         return low
     return min(high, max(low, round(2 ** rng.uniform(math.log2(low), math.log2(high)))))
-
-
-def _job(
-    name: str,
-    queue: str,
-    priority: str,
-    replicas: int,
-    resources: dict[str, Any],
-    *,
-    task: str = "worker",
-    topology: tuple[str, int] | None = None,
-    selector: dict[str, str] | None = None,
-    annotations: dict[str, str] | None = None,
-    preemptable: bool = False,
-) -> dict[str, Any]:
-    spec: dict[str, Any] = {"name": task, "replicas": replicas, "resources": resources}
-    if selector:
-        spec["nodeSelector"] = selector
-    if annotations:
-        spec["annotations"] = annotations
-    doc: dict[str, Any] = {
-        "name": name,
-        "namespace": queue,
-        "queue": queue,
-        "priorityClassName": priority,
-        "minAvailable": replicas,
-    }
-    if topology is not None:
-        doc["networkTopology"] = {"mode": topology[0], "highestTierAllowed": topology[1]}
-    if preemptable:
-        doc["annotations"] = {PREEMPTABLE: "true"}
-    doc["tasks"] = [spec]
-    return doc
 
 
 # -- alibaba-1213 ---------------------------------------------------------------------------
@@ -311,7 +196,16 @@ def _alibaba_work(
             replicas = _log_uniform(rng, 2, max(2, min(16, MAX_GANG_GPUS // task.num_gpu)))
             draw = rng.random()
             shape = ("hard", 1) if draw < 0.5 else ("soft", 2) if draw < 0.75 else None
-        doc = _job(task.name, queue, priority, replicas, resources, task="task", topology=shape)
+        doc = gang_job(
+            task.name,
+            queue,
+            replicas,
+            resources,
+            namespace=queue,
+            priority=priority,
+            task="task",
+            topology=shape,
+        )
         each = task.gpu_request / trace_import.MILLI
         work.append(Work(doc, replicas * each))
         demand += replicas * each
@@ -322,25 +216,9 @@ def _alibaba_work(
 
 
 def _spot_machines(data: Path, count: int | None) -> list[Machine]:
-    path = data / "alibaba-spot-gpu-v2026" / "node_info_df.csv"
-    with open(path, newline="") as f:
-        rows = sorted(csv.DictReader(f), key=lambda r: int(r["node_name"]))
-    machines = []
-    for row in every_kth(rows, count):
-        model, gpus, cpus = row["gpu_model"], int(row["gpu_capacity_num"]), int(row["cpu_num"])
-        name = f"spot-node-{int(row['node_name']):04d}"
-        doc = {
-            "name": name,
-            "labels": {MODEL_LABEL: model},
-            "allocatable": {
-                "cpu": str(cpus),
-                "memory": f"{cpus * SPOT_MEMORY_GI_PER_CPU}Gi",
-                "pods": trace_import.POD_CAPACITY,
-            },
-            "gpus": {"count": gpus, "type": f"NVIDIA-{model}", "memory": SPOT_MEMORY_MIB[model]},
-        }
-        machines.append(Machine(name, model, gpus, doc))
-    return machines
+    return every_kth(
+        spot_import.read_nodes(data / "alibaba-spot-gpu-v2026" / "node_info_df.csv"), count
+    )
 
 
 def _spot_work(machines: Sequence[Machine], rng: random.Random, weights: list[float]) -> list[Work]:
@@ -380,15 +258,17 @@ def _spot_work(machines: Sequence[Machine], rng: random.Random, weights: list[fl
         hp = rng.random() < SPOT_HP_SHARE
         cpu = max(1, round(per_pod * rng.uniform(0.25, 0.9) * cpu_per_gpu[model]))
         resources = {"cpu": str(cpu), "memory": f"{cpu * 4}Gi", HAMI_COUNT: per_pod}
-        doc = _job(
+        queue = rng.choices(queues, weights)[0]
+        doc = gang_job(
             f"{'hp' if hp else 'spot'}-{len(work) + 1:05d}",
-            rng.choices(queues, weights)[0],
-            "high" if hp else "low",
+            queue,
             replicas,
             resources,
+            namespace=queue,
+            priority="high" if hp else "low",
             topology=shape,
             selector={MODEL_LABEL: model},
-            preemptable=not hp,
+            preemptable=None if hp else True,
         )
         work.append(Work(doc, replicas * per_pod))
         demand += replicas * per_pod
@@ -405,19 +285,14 @@ def _instance(
     queues: list[dict[str, Any]],
     jobs: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    rack_of, hypernodes = topology(machines)
-    nodes = []
-    for m in machines:
-        doc = dict(m.doc)
-        doc["labels"] = {**doc["labels"], RACK_LABEL: rack_of[m.name]}
-        nodes.append(doc)
+    nodes, hypernodes = spot_import.topology(machines, RACK_SIZE, RACKS_PER_SPINE)
     return {
         "apiVersion": API_VERSION,
         "kind": "Instance",
         "metadata": {"name": name},
         "now": NOW,
         "timezone": "UTC",
-        "scheduler": scheduler(actions),
+        "scheduler": spot_import.scheduler(actions),
         "priorityClasses": [dict(c) for c in PRIORITY_CLASSES],
         "nodes": nodes,
         "hypernodes": hypernodes,

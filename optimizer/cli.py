@@ -298,18 +298,28 @@ jobs, past what the engines handle, and says nothing more about contention."""
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from .generate import generate, write_instance
+    from .generate import generate, parse_span, write_instance
 
+    problems = []
     if not (math.isfinite(args.load) and 0 < args.load <= MAX_LOAD):
-        raise InputError(
-            [
-                Problem(
-                    f"must be a number above 0 and at most {MAX_LOAD:g}, got {args.load}",
-                    field="--load",
-                )
-            ]
+        problems.append(
+            Problem(
+                f"must be a number above 0 and at most {MAX_LOAD:g}, got {args.load}",
+                field="--load",
+            )
         )
-    doc = generate(args.shape, args.seed, args.load)
+    span = None
+    if args.timeline is not None:
+        try:
+            span = parse_span(args.timeline)
+        except ValueError as err:
+            problems.append(Problem(str(err), field="--timeline"))
+    if problems:
+        raise InputError(problems)
+    try:
+        doc = generate(args.shape, args.seed, args.load, timeline=span)
+    except ValueError as err:  # shape and load are checked: only a too large timeline is left
+        raise InputError([Problem(str(err), field="--timeline")]) from None
     if args.output:
         write_instance(doc, args.output)
     else:
@@ -320,21 +330,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     from models.io import from_dict
 
-    from .trace_import import GPU_MEMORY_MIB, import_trace
-    from .trace_input import check_options, check_trace
+    from .import_kinds import imported
 
-    check_options(args.arrival, args.nodes_per_shape)
-    check_trace(args.pods, args.nodes, GPU_MEMORY_MIB)
-    doc = import_trace(
-        args.pods, args.nodes, args.seed, args.arrival, nodes_per_shape=args.nodes_per_shape
-    )
-    if not doc["jobs"]:
-        raise InputError([Problem("draws no task at this arrival: raise it", field="--arrival")])
+    doc, source = imported(args)
     try:
-        from_dict(doc, args.pods)
+        from_dict(doc, source)
     except InputError as err:
         raise InputError(
-            [Problem(f"the imported instance is not valid: {err.problems[0]}", file=args.pods)]
+            [Problem(f"the imported instance is not valid: {err.problems[0]}", file=source)]
         ) from None
     text = dump_yaml(doc, sort_keys=False)
     if args.output:
@@ -498,22 +501,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seed", type=int, default=0, help="random seed of the generator (default 0)")
     p.add_argument("--load", type=float, default=1.3, help="GPU demand / capacity (default 1.3)")
+    p.add_argument(
+        "--timeline",
+        metavar="DURATION",
+        help="add the jobs arriving over this span after now, at an offered load of --load, "
+        "and every job's run time, for vcopt simulate: a Go duration or days (36h, 7d)",
+    )
     p.add_argument("-o", "--output", help="write the instance here instead of stdout")
     p.set_defaults(func=cmd_generate)
 
-    p = sub.add_parser("import", help="an instance from a public trace")
-    p.add_argument(
-        "source", choices=("alibaba",), help="the trace: alibaba (GPU-sharing trace of FGD)"
-    )
-    p.add_argument("--pods", required=True, help="openb_pod_list_*.csv")
-    p.add_argument("--nodes", required=True, help="openb_node_list_gpu_node.csv")
-    p.add_argument("--seed", type=int, default=42, help="seed of the arrival shuffle (default 42)")
-    p.add_argument(
-        "--arrival", type=float, default=1.3, help="arrived GPU demand / capacity (default 1.3)"
-    )
-    p.add_argument(
-        "--nodes-per-shape", type=int, help="keep this many nodes of each shape (a slice)"
-    )
+    from .import_kinds import add_arguments as import_arguments
+
+    p = sub.add_parser("import", help="an instance from a public trace or a history of jobs")
+    import_arguments(p)
     p.add_argument("-o", "--output", help="write the instance here instead of stdout")
     p.set_defaults(func=cmd_import)
 

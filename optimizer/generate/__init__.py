@@ -21,6 +21,7 @@ import copy
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ from .cluster import build_cluster, hypernodes, node_groups
 from .mix import Mix, pending_jobs, queue_tree, running_jobs
 from .params import CENTI, NOW, PRIORITY_CLASSES, RUNNING_SHARE, SCHEDULER
 from .shapes import CUSTOM, SHAPES, Shape, shape_of
+from .timeline import Timeline, check_span, parse_span, span_text
 
 __all__ = [
     "CUSTOM",
@@ -41,6 +43,7 @@ __all__ = [
     "Shape",
     "Stats",
     "generate",
+    "parse_span",
     "shape_of",
     "stats",
     "write_instance",
@@ -48,15 +51,27 @@ __all__ = [
 
 
 def generate(
-    shape: str, seed: int, load: float = 1.3, *, nodes: int | None = None, pods: int | None = None
+    shape: str,
+    seed: int,
+    load: float = 1.3,
+    *,
+    nodes: int | None = None,
+    pods: int | None = None,
+    timeline: timedelta | None = None,
 ) -> dict[str, Any]:
     """A compact instance document (DESIGN §3) of ``shape`` (S, M, L, XL, or custom with
     ``nodes``) whose running plus pending GPU demand is ``load`` × the GPUs; ``pods`` fixes the
-    total pod count as well (then pods are made smaller or larger to keep the load)."""
+    total pod count as well (then pods are made smaller or larger to keep the load).
+
+    ``timeline`` adds the work arriving over that span after ``now`` at an offered load of
+    ``load``, a ``duration`` on every job and a ``startedAt`` on running ones (the
+    ``timeline`` module); the snapshot at ``now`` is the same as without it, durations apart."""
     if not load > 0:
         raise ValueError(f"load must be > 0, got {load}")
     if pods is not None and pods < 1:
         raise ValueError(f"pods must be ≥ 1, got {pods}")
+    if timeline is not None:
+        check_span(timeline)
     layout = shape_of(shape, nodes)
     rng = random.Random(seed)
     cluster = build_cluster(layout, rng)
@@ -75,6 +90,13 @@ def generate(
         label += f" nodes={nodes}"
     if pods is not None:
         label += f" pods={pods}"
+    if timeline is None:
+        jobs = [j.document() for j in [*running, *pending]]
+    else:
+        label += f" timeline={span_text(timeline)}"
+        now = datetime.fromisoformat(NOW.replace("Z", "+00:00"))
+        draw = Timeline(cluster, teams, load, timeline, seed, now, mix.count + 1)
+        jobs = draw.documents(running, pending)
     return {
         "apiVersion": API_VERSION,
         "kind": "Instance",
@@ -89,7 +111,7 @@ def generate(
         "nodeGroups": node_groups(cluster),
         "hypernodes": hypernodes(cluster),
         "queues": queues,
-        "jobs": [j.document() for j in [*running, *pending]],
+        "jobs": jobs,
     }
 
 
