@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
+from typing import TypeVar
 
 from models.errors import InputError, Problem, shown
 from models.golang import parse_go_bool, parse_go_duration, parse_int64
@@ -24,6 +25,8 @@ from models.io.values import as_utc, read_datetime
 from models.quantity import QuantityError
 from models.resources import parse_amount
 from models.yamlio import read_text
+
+T = TypeVar("T")
 
 MAX_SECONDS = (2**63 - 1) // 10**9
 """The longest span a Go duration holds (int64 nanoseconds), in whole seconds: the bound on a
@@ -241,6 +244,15 @@ class Table:
         """Raise every problem said so far (at most MAX_PROBLEMS of them)."""
         if self.problems:
             raise InputError(self.problems[:MAX_PROBLEMS])
+
+    def built(self, build: Callable[[Row], T | None], what: str) -> list[T]:
+        """What ``build`` makes of each row, in file order (None: the row was bad and said
+        so); a file without rows has no ``what``; every problem is raised at the end."""
+        out = [item for item in map(build, self.rows) if item is not None]
+        if not self.rows:
+            self.fail(f"no {what} rows: nothing to simulate")
+        self.check()
+        return out
 
 
 def read_table(

@@ -97,17 +97,9 @@ class HistoryJob:
 
 def read_jobs(path: str | Path, cluster: Cluster) -> list[HistoryJob]:
     """The rows of a history CSV, in file order, each checked against ``cluster``."""
-    table = read_table(path, REQUIRED, "job", OPTIONAL)
     seen: dict[str, int] = {}
-    jobs = []
-    for row in table.rows:
-        job = _job(row, cluster, seen)
-        if job is not None:
-            jobs.append(job)
-    if not table.rows:
-        table.fail("no job rows: nothing to simulate")
-    table.check()
-    return jobs
+    table = read_table(path, REQUIRED, "job", OPTIONAL)
+    return table.built(lambda row: _job(row, cluster, seen), "job")
 
 
 def _job(row: Row, cluster: Cluster, seen: dict[str, int]) -> HistoryJob | None:

@@ -232,17 +232,9 @@ class SpotJob:
 
 def read_jobs(path: str | Path, models: Collection[str]) -> list[SpotJob]:
     """The rows of a job table, in file order; ``models`` are the node list's GPU models."""
-    table = read_table(path, JOB_COLUMNS, "job_name")
     seen: dict[str, int] = {}
-    jobs = []
-    for row in table.rows:
-        job = _job(row, models, seen)
-        if job is not None:
-            jobs.append(job)
-    if not table.rows:
-        table.fail("no job rows: nothing to simulate")
-    table.check()
-    return jobs
+    table = read_table(path, JOB_COLUMNS, "job_name")
+    return table.built(lambda row: _job(row, models, seen), "job")
 
 
 def object_name(text: str) -> str:
