@@ -1,7 +1,8 @@
 """``vcopt simulate``: the cluster over time, each scheduling cycle decided by an engine.
 
 ``events`` is the clock, ``state`` the cluster and the jobs' histories, ``cycle`` one
-scheduling cycle (solve, verify, apply), ``run`` the event loop, ``results`` what comes out.
+scheduling cycle (solve, verify, apply), ``run`` the event loop, ``fairness`` each queue
+against what it deserves, ``results`` what comes out.
 """
 
 from .cycle import InvalidState

@@ -9,6 +9,7 @@ import math
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from models.errors import InputError, Problem
@@ -23,6 +24,9 @@ from .cycle import InvalidState
 from .results import jobs_csv, series_csv, table, to_json
 from .run import simulate
 
+OPTIMIZER = "cpsat"
+"""The engine ``--optimize-every`` runs periodically."""
+
 __all__ = ["InvalidState", "add_arguments", "run"]
 
 
@@ -33,6 +37,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default="greedy",
         help="engines to run on the same timeline, comma-separated: greedy (Volcano every "
         "cycle), cpsat (CP-SAT every cycle, greedy as hint and floor); default greedy",
+    )
+    p.add_argument(
+        "--optimize-every",
+        metavar="DURATION",
+        help="cpsat runs CP-SAT only on cycles at least this long (simulated time, a Go "
+        "duration) after its last CP-SAT cycle and greedy on the cycles between, a periodic "
+        "optimiser beside Volcano; the run is named cpsat@DURATION",
     )
     p.add_argument(
         "--until",
@@ -72,14 +83,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="write the time series (GPUs allocated, pending and running jobs) here",
     )
     p.add_argument("--json", help="write the summaries, the jobs and the series as JSON here")
+    p.add_argument(
+        "--plot",
+        metavar="PNG",
+        help="draw GPUs allocated, pending jobs, queue shares and waits per engine here",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="no warnings, no progress")
 
 
-def settings(
-    args: argparse.Namespace, instance: Instance
-) -> tuple[list[str], datetime | None, timedelta]:
-    """``--engines``, ``--until`` and ``--schedule-period`` (``--cycle-limit`` checked too);
-    the instance's timeline checked against its ``now``, each problem named in its file."""
+@dataclass(frozen=True)
+class Settings:
+    """The checked options a run needs beside the instance."""
+
+    engines: list[str]
+    until: datetime | None
+    period: timedelta
+    optimize_every: timedelta | None
+
+
+def settings(args: argparse.Namespace, instance: Instance) -> Settings:
+    """``--engines``, ``--until``, ``--schedule-period`` and ``--optimize-every``
+    (``--cycle-limit`` checked too), every problem reported at once."""
     problems = []
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     unknown = [e for e in engines if e not in ENGINES]
@@ -108,24 +132,43 @@ def settings(
                     field="--until",
                 )
             )
-    try:
-        period = parse_go_duration(args.schedule_period)
-    except ValueError as err:
-        problems.append(Problem(str(err), field="--schedule-period"))
-        period = timedelta(seconds=1)
-    if period <= timedelta(0):
-        problems.append(Problem("must be more than 0", field="--schedule-period"))
+    period = _positive_duration(args.schedule_period, "--schedule-period", problems)
+    every = None
+    if args.optimize_every is not None:
+        every = _positive_duration(args.optimize_every, "--optimize-every", problems)
+        if OPTIMIZER not in engines:
+            problems.append(
+                Problem(
+                    f"applies to the {OPTIMIZER} engine, which --engines {args.engines!r} "
+                    "does not list",
+                    field="--optimize-every",
+                )
+            )
     if not (math.isfinite(args.cycle_limit) and args.cycle_limit > 0):
         problems.append(Problem("must be a number of seconds above 0", field="--cycle-limit"))
     if problems:
         raise InputError(problems)
-    return engines, until, period
+    assert period is not None  # else a problem was raised
+    return Settings(engines, until, period, every)
+
+
+def _positive_duration(text: str, option: str, problems: list[Problem]) -> timedelta | None:
+    """A Go duration above 0, or None with the problem (naming the value) added."""
+    try:
+        value = parse_go_duration(text)
+    except ValueError as err:
+        problems.append(Problem(str(err), field=option))
+        return None
+    if value <= timedelta(0):
+        problems.append(Problem(f"must be a Go duration above 0, got {text!r}", field=option))
+        return None
+    return value
 
 
 def run(args: argparse.Namespace, instance: Instance) -> str:
     """Every engine's run on ``instance``'s timeline; the outputs written, the comparison
     table returned. :class:`InvalidState` when a cycle's plan fails verification."""
-    engines, until, period = settings(args, instance)
+    chosen = settings(args, instance)
     options = SolveOptions(time_limit=args.cycle_limit, seed=args.seed, quiet=True, reasons=False)
 
     def progress(at: object, seconds: float, events: int, cycles: int) -> None:
@@ -134,19 +177,23 @@ def run(args: argparse.Namespace, instance: Instance) -> str:
             file=sys.stderr,
         )
 
-    runs = [
-        simulate(
-            instance,
-            engine,
-            options,
-            until=until,
-            period=period,
-            resume=args.resume,
-            check=not args.no_verify,
-            progress=None if args.quiet else _throttled(progress),
+    runs = []
+    for engine in chosen.engines:
+        every = chosen.optimize_every if engine == OPTIMIZER else None
+        runs.append(
+            simulate(
+                instance,
+                engine,
+                options,
+                until=chosen.until,
+                period=chosen.period,
+                resume=args.resume,
+                check=not args.no_verify,
+                progress=None if args.quiet else _throttled(progress),
+                optimize_every=every,
+                name=engine if every is None else f"{engine}@{args.optimize_every}",
+            )
         )
-        for engine in engines
-    ]
     outputs: list[tuple[str, str]] = []
     if args.jobs_out:
         outputs.append((args.jobs_out, jobs_csv(runs)))
@@ -154,6 +201,11 @@ def run(args: argparse.Namespace, instance: Instance) -> str:
         outputs.append((args.series, series_csv(runs)))
     if args.json:
         outputs.append((args.json, to_json(runs)))
+    if args.plot:
+        from ..figures import png_bytes
+        from ..figures.simulation import simulation_figure
+
+        outputs.append((args.plot, png_bytes(simulation_figure(runs, instance.name))))
     write_all(outputs)
     return table(runs)
 

@@ -1,6 +1,7 @@
 """What a simulation produces: one record per job, a time series, and the summaries that
-compare engines (per queue: jobs, waits, GPU-hours; for the cluster: evictions, restarts and
-the GPU time restarts threw away), with their CSV, JSON and table forms.
+compare engines (per queue: jobs, waits, GPU-hours, time starved and the share error against
+deserved; for the cluster: evictions, restarts and the GPU time restarts threw away), with
+their CSV, JSON and table forms.
 
 Times are RFC 3339 in UTC, empty when a job never started or never ended. A job's wait is
 from its arrival to its first start; the wait statistics of a queue are over the jobs that
@@ -21,6 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..plan import Plan
+from .fairness import QueueLevel, queue_times
 from .state import JobRun
 
 
@@ -83,6 +85,8 @@ class SeriesPoint(NamedTuple):
     gpus_allocated: float
     pending_jobs: int
     running_jobs: int
+    queues: tuple[QueueLevel, ...] = ()
+    """Per queue, in the run's ``queue_names`` order."""
 
 
 @dataclass(frozen=True)
@@ -93,7 +97,10 @@ class QueueSummary:
     mean_wait_s: float | None
     p50_wait_s: float | None
     p95_wait_s: float | None
+    p99_wait_s: float | None
     gpu_hours: float
+    starved_hours: float
+    share_error: float | None
 
 
 @dataclass(frozen=True)
@@ -108,26 +115,38 @@ class EngineRun:
     wall_seconds: float
     plans: tuple[tuple[datetime, Plan], ...] = ()
     """Each cycle's plan, when the run was asked to keep them."""
+    queue_names: tuple[str, ...] = ()
+    """The queues of the series points' per-queue levels, in order."""
+    gpu_total: int = 0
+    """The cluster's GPUs (healthy devices, and plain device-plugin GPUs)."""
 
     def queues(self) -> list[QueueSummary]:
         grouped: dict[str, list[JobRecord]] = {}
         for record in self.jobs:
             grouped.setdefault(record.queue, []).append(record)
+        times = [p.time for p in self.series]
         out = []
         for queue, records in sorted(grouped.items()):
             waits = [r.wait_s for r in records if r.wait_s is not None]
+            fair = queue_times(times, self.levels(queue), self.end)
             out.append(
                 QueueSummary(
                     queue,
                     len(records),
                     len(waits),
                     float(np.mean(waits)) if waits else None,
-                    float(np.percentile(waits, 50)) if waits else None,
-                    float(np.percentile(waits, 95)) if waits else None,
+                    *(float(np.percentile(waits, q)) if waits else None for q in (50, 95, 99)),
                     sum(r.gpu_s for r in records) / 3600,
+                    fair.starved_s / 3600,
+                    fair.share_error,
                 )
             )
         return out
+
+    def levels(self, queue: str) -> list[QueueLevel]:
+        """The queue's level at each point of the series."""
+        index = self.queue_names.index(queue)
+        return [p.queues[index] for p in self.series]
 
     @property
     def evictions(self) -> int:
@@ -175,6 +194,8 @@ JOB_COLUMNS = (
     "nodes",
 )
 SERIES_COLUMNS = ("engine", "time", "gpus_allocated", "pending_jobs", "running_jobs")
+QUEUE_COLUMNS = ("held_gpus", "deserved_gpus", "waiting_gpus")
+"""Per queue, after :data:`SERIES_COLUMNS`: ``<column>:<queue>``."""
 
 
 def jobs_csv(runs: Sequence[EngineRun]) -> str:
@@ -187,13 +208,30 @@ def jobs_csv(runs: Sequence[EngineRun]) -> str:
 
 
 def series_csv(runs: Sequence[EngineRun]) -> str:
+    """The documented columns first; then, per queue, its GPUs held, deserved and waiting
+    (every engine ran the same timeline, so every run has the same queues)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(SERIES_COLUMNS)
+    names = runs[0].queue_names if runs else ()
+    writer.writerow((*SERIES_COLUMNS, *(f"{c}:{q}" for q in names for c in QUEUE_COLUMNS)))
     for run in runs:
         for point in run.series:
-            writer.writerow((run.engine, stamp(point.time), *point[1:]))
+            levels = (round(v, 6) for level in point.queues for v in level)
+            writer.writerow((run.engine, stamp(point.time), *point[1:4], *levels))
     return out.getvalue()
+
+
+def _point(run: EngineRun, point: SeriesPoint) -> dict[str, Any]:
+    return {
+        "time": stamp(point.time),
+        "gpus_allocated": point.gpus_allocated,
+        "pending_jobs": point.pending_jobs,
+        "running_jobs": point.running_jobs,
+        "queues": {
+            name: dict(zip(QUEUE_COLUMNS, (round(v, 6) for v in level), strict=True))
+            for name, level in zip(run.queue_names, point.queues, strict=True)
+        },
+    }
 
 
 def to_json(runs: Sequence[EngineRun]) -> str:
@@ -202,10 +240,7 @@ def to_json(runs: Sequence[EngineRun]) -> str:
             {
                 **run.summary(),
                 "jobs": [record.row(run.engine) for record in run.jobs],
-                "series": [
-                    {"time": stamp(p.time), **p._asdict()} | {"time": stamp(p.time)}
-                    for p in run.series
-                ],
+                "series": [_point(run, p) for p in run.series],
             }
             for run in runs
         ]
@@ -217,9 +252,27 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:,.0f}"
 
 
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
 def table(runs: Sequence[EngineRun]) -> str:
     """Engines side by side: per queue, then for the cluster."""
-    rows = [("engine", "queue", "jobs", "started", "mean wait s", "p50 s", "p95 s", "GPU-h")]
+    rows = [
+        (
+            "engine",
+            "queue",
+            "jobs",
+            "started",
+            "mean wait s",
+            "p50 s",
+            "p95 s",
+            "p99 s",
+            "GPU-h",
+            "starved h",
+            "share err",
+        )
+    ]
     for run in runs:
         for q in run.queues():
             rows.append(
@@ -231,7 +284,10 @@ def table(runs: Sequence[EngineRun]) -> str:
                     _seconds(q.mean_wait_s),
                     _seconds(q.p50_wait_s),
                     _seconds(q.p95_wait_s),
+                    _seconds(q.p99_wait_s),
                     f"{q.gpu_hours:,.2f}",
+                    f"{q.starved_hours:,.2f}",
+                    _ratio(q.share_error),
                 )
             )
     cluster = [("engine", "cycles", "events", "evictions", "restarts", "lost GPU-h", "wall s")]

@@ -6,6 +6,13 @@ state; a scheduling cycle runs when something changed and there is work a cycle 
 period, as Volcano's scheduler loop would. A cycle that changed nothing leaves the state as
 it was, and Volcano's next cycle on the same state decides the same, so no cycle runs until
 the next event: time jumps from event to event, never one simulated second at a time.
+
+With ``optimize_every``, the engine runs only on cycles at least that long after its last
+cycle and greedy (Volcano) on the cycles between, as a periodic optimiser beside Volcano
+would. The first cycle is the engine's. The engine's cycle may decide what greedy's did not,
+so while greedy's cycles change nothing, the engine's next cycle is still due, one period after
+its last, whenever something changed since that one began (its own changes included) and a
+cycle has work; an engine cycle that changes nothing is not repeated until something changes.
 """
 
 from __future__ import annotations
@@ -50,8 +57,16 @@ class Simulation:
         check: bool = True,
         keep_plans: bool = False,
         progress: Progress | None = None,
+        optimize_every: timedelta | None = None,
+        name: str | None = None,
     ) -> None:
         self.engine = engine
+        self.name = name or engine
+        self.every = optimize_every
+        self.last_optimized: datetime | None = None
+        """When the engine (not greedy in between) last ran a cycle."""
+        self.stale = False
+        """Something changed since the engine's last cycle began."""
         self.options = options
         self.until = until
         self.period = period
@@ -105,10 +120,9 @@ class Simulation:
         self._record()
         while True:
             cycle_at = None
-            if dirty and (state.pending_work() or self._evictable()):
-                cycle_at = state.now
-                if last_cycle is not None:
-                    cycle_at = max(cycle_at, last_cycle + self.period)
+            due = self._due(dirty, last_cycle)
+            if due is not None and (state.pending_work() or self._evictable()):
+                cycle_at = max(state.now, due)
             event_at = self.queue.peek()
             if cycle_at is not None and (event_at is None or cycle_at < event_at):
                 if self.until is not None and cycle_at > self.until:
@@ -123,12 +137,14 @@ class Simulation:
             idle = self.until is None and cycle_at is None and self.queue.only_windows()
             if idle and (not state.active() or event_at - self.last_change > IDLE_DAY):
                 break
-            dirty = self._events(event_at) or dirty
+            changed = self._events(event_at)
+            dirty = changed or dirty
+            self.stale = changed or self.stale
         state.now = max(self.until or state.now, state.now)
         state.close()
         self._record()
         return EngineRun(
-            engine=self.engine,
+            engine=self.name,
             start=state.base.now,
             end=state.now,
             jobs=tuple(JobRecord.of(run) for run in state.runs.values()),
@@ -137,13 +153,37 @@ class Simulation:
             cycles=self.cycles,
             wall_seconds=wall.perf_counter() - started,
             plans=tuple(self.plans),
+            queue_names=state.queue_names,
+            gpu_total=state.gpu_total,
         )
+
+    def _due(self, dirty: bool, last_cycle: datetime | None) -> datetime | None:
+        """The earliest time of the next cycle, should it have work: one period after the
+        last cycle when something changed since; else, with ``optimize_every``, the engine's
+        next cycle when something changed since its last; None when no cycle is due."""
+        if dirty:
+            return self.state.now if last_cycle is None else last_cycle + self.period
+        if self.stale and self.every is not None and self.last_optimized is not None:
+            assert last_cycle is not None
+            return max(self.last_optimized + self.every, last_cycle + self.period)
+        return None
+
+    def _engine_at(self, at: datetime) -> str:
+        """The engine of a cycle at ``at``: greedy between the optimising cycles."""
+        last = self.last_optimized
+        if self.every is None or last is None or at - last >= self.every:
+            return self.engine
+        return "greedy"
 
     def _cycle(self, at: datetime) -> bool:
         """Run a cycle at ``at``; whether it changed the state."""
         state = self.state
         state.now = at
-        cycle = run_cycle(state, self.engine, self.options, self.check)
+        engine = self._engine_at(at)
+        if engine == self.engine:
+            self.last_optimized, self.stale = at, False
+        cycle = run_cycle(state, engine, self.options, self.check)
+        self.stale = cycle.change.changed or self.stale
         self.cycles += 1
         if self.keep_plans:
             self.plans.append((at, cycle.plan))
@@ -183,7 +223,13 @@ class Simulation:
     def _record(self) -> None:
         """A point of the time series, when the numbers moved (one per instant)."""
         pending, running = self.state.counts()
-        point = SeriesPoint(self.state.now, round(self.state.gpus_allocated, 6), pending, running)
+        point = SeriesPoint(
+            self.state.now,
+            round(self.state.gpus_allocated, 6),
+            pending,
+            running,
+            self.state.levels(),
+        )
         if self.series and self.series[-1].time == point.time:
             self.series[-1] = point
         elif not self.series or self.series[-1][1:] != point[1:]:
@@ -201,8 +247,12 @@ def simulate(
     check: bool = True,
     keep_plans: bool = False,
     progress: Progress | None = None,
+    optimize_every: timedelta | None = None,
+    name: str | None = None,
 ) -> EngineRun:
-    """Run ``engine`` over the instance's timeline (the arguments as :class:`Simulation`'s)."""
+    """Run ``engine`` over the instance's timeline (the arguments as :class:`Simulation`'s:
+    ``optimize_every`` runs it on cycles that far apart and greedy between, ``name`` names
+    the run in every output, the engine's name by default)."""
     simulation = Simulation(
         instance,
         engine,
@@ -213,5 +263,7 @@ def simulate(
         check=check,
         keep_plans=keep_plans,
         progress=progress,
+        optimize_every=optimize_every,
+        name=name,
     )
     return simulation.run()

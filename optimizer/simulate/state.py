@@ -19,11 +19,13 @@ from datetime import datetime, timedelta
 from models.cluster import Node
 from models.gpu import FULL_CORES
 from models.instance import Instance
+from models.resources import EMPTY, NVIDIA_GPU, Resources
 from models.scheduler_conf import SchedulerConf
 from models.tdm import LAST_EVICT_ARG, TDM_PLUGIN, node_zone, pod_preemptable
 from models.workload import PENDING, RUNNING, DeviceShare, Job, RunningPod, Task
 
 from ..plan import Plan
+from .fairness import MILLI, QueueLevel, deserved_gpus, job_request
 
 FUTURE, WAITING, STARTED, DONE = "future", "pending", "running", "done"
 
@@ -40,6 +42,8 @@ class BoundPod:
     gpus: float
     """GPU-equivalents held: each device's share (cores or memory, the larger), or the
     requested count where the node lists no devices."""
+    quota_gpus: int
+    """Milli ``nvidia.com/gpu`` requested: what the pod counts for in its queue's quota."""
 
 
 @dataclass
@@ -91,14 +95,29 @@ class SimState:
         self.pod_index: dict[str, tuple[str, str, int]] = {}
         """Pod key → (job key, task, index)."""
         self.gpus_allocated = 0.0
+        self.requests: dict[str, Resources] = {}
+        """Job key → every pod's request summed (proportion's view of the job)."""
+        self.queue_held: dict[str, int] = {}
+        """Queue → milli ``nvidia.com/gpu`` its bound pods request."""
+        self.queue_requests: dict[str, Resources] = {}
+        """Queue → :attr:`requests` summed over its pending and running jobs."""
+        self.queue_jobs: dict[str, int] = {}
+        """Queue → how many of its jobs are pending or running."""
+        self._deserved: dict[str, int] | None = None
         timeline = (*instance.jobs, *instance.arrivals)
         ranked = sorted(timeline, key=lambda j: (j.arrives_at(instance.now), j.order))
         order = {job.key: rank for rank, job in enumerate(ranked)}
         for job in timeline:
             for pod in job.pods:
                 self.pod_index[pod.key] = (job.key, pod.task, pod.index)
-            self.runs[job.key] = self._first_run(replace(job, order=order[job.key]))
+            self.requests[job.key] = job_request(job)
+            self.queue_held.setdefault(job.queue, 0)
+            self.runs[job.key] = run = self._first_run(replace(job, order=order[job.key]))
+            if run.status in (WAITING, STARTED):
+                self._enter_queue(run)
         self._jobs_cache: tuple[Job, ...] | None = None
+        self.queue_names = tuple(sorted(self.queue_held))
+        """The queues of the timeline's jobs, in the order of every per-queue output."""
 
     def _first_run(self, job: Job) -> JobRun:
         now = self.now
@@ -183,11 +202,43 @@ class SimState:
         running = sum(1 for r in self.runs.values() if r.status == STARTED)
         return pending, running
 
+    @property
+    def gpu_total(self) -> int:
+        """Healthy GPUs, and the GPUs of nodes without a device inventory (as the metrics
+        count them): the most :attr:`gpus_allocated` can reach."""
+        nodes = self.base.nodes
+        healthy = sum(1 for n in nodes for d in n.gpus if d.health)
+        return healthy + sum(n.allocatable.get(NVIDIA_GPU) // MILLI for n in nodes if n.plain_gpus)
+
+    def levels(self) -> tuple[QueueLevel, ...]:
+        """Each queue's GPUs held, deserved and waiting, in :attr:`queue_names` order. Only
+        pending and running jobs hold pods, so what waits is what they request less what the
+        queue holds."""
+        if self._deserved is None:
+            requests = {q: self.queue_requests[q] for q, n in self.queue_jobs.items() if n}
+            self._deserved = deserved_gpus(self.base, requests)
+        deserved = self._deserved
+        out = []
+        for q in self.queue_names:
+            held = self.queue_held[q]
+            wanted = self.queue_requests.get(q, EMPTY).get(NVIDIA_GPU)
+            deserves = deserved.get(q, 0)
+            out.append(QueueLevel(held / MILLI, deserves / MILLI, (wanted - held) / MILLI))
+        return tuple(out)
+
     # -- changes ---------------------------------------------------------------------------
+
+    def _enter_queue(self, run: JobRun) -> None:
+        """The job is pending or running from now: its queue requests what it does."""
+        queue, request = run.job.queue, self.requests[run.job.key]
+        self.queue_requests[queue] = self.queue_requests.get(queue, EMPTY) + request
+        self.queue_jobs[queue] = self.queue_jobs.get(queue, 0) + 1
+        self._deserved = None
 
     def arrive(self, key: str) -> None:
         run = self.runs[key]
         run.status = WAITING
+        self._enter_queue(run)
         self._jobs_cache = None
 
     def complete(self, key: str, generation: int) -> bool:
@@ -197,7 +248,10 @@ class SimState:
             return False
         self._unbind_all(run)
         run.status, run.end = DONE, self.now
-        self._jobs_cache = None
+        queue = run.job.queue
+        self.queue_requests[queue] = self.queue_requests[queue] - self.requests[key]
+        self.queue_jobs[queue] -= 1
+        self._jobs_cache = self._deserved = None
         return True
 
     def apply(self, plan: Plan) -> Change:
@@ -264,8 +318,10 @@ class SimState:
         devices: tuple[DeviceShare, ...] | None,
     ) -> None:
         gpus = _gpu_equivalents(self.base.node_by_name[node], task, devices)
-        run.bound[(task_name, index)] = BoundPod(node, devices, self.now, gpus)
+        quota = task.resources.get(NVIDIA_GPU)
+        run.bound[(task_name, index)] = BoundPod(node, devices, self.now, gpus, quota)
         run.nodes.add(node)
+        self.queue_held[run.job.queue] += quota
         self.gpus_allocated += gpus
 
     def _unbind(self, run: JobRun, pod_id: tuple[str, int]) -> None:
@@ -273,6 +329,7 @@ class SimState:
         held = pod.gpus * (self.now - pod.since).total_seconds()
         run.gpu_s += held
         run.run_gpu_s += held
+        self.queue_held[run.job.queue] -= pod.quota_gpus
         self.gpus_allocated -= pod.gpus
 
     def _unbind_all(self, run: JobRun) -> None:

@@ -105,6 +105,8 @@ def test_simulate_writes_jobs_and_series(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # One 1-GPU job of 10 min there at now on a free node: starts at 14:00, ends at 14:10.
+    # Its queue (proportion, the default conf) deserves the cluster's one GPU while the job
+    # is there (water-filling clips it to the request, 1 GPU) and nothing once it is done.
     path = _write(tmp_path, gpu_job("j", 1, 1, duration="10m"))
     jobs, series = tmp_path / "jobs.csv", tmp_path / "series.csv"
     code = main(["simulate", str(path), "--jobs", str(jobs), "--series", str(series), "-q"])
@@ -116,9 +118,10 @@ def test_simulate_writes_jobs_and_series(
         "2026-11-30T14:10:00Z,0.0,0,0,600.0,0.0"
     )
     assert series.read_text().splitlines() == [
-        "engine,time,gpus_allocated,pending_jobs,running_jobs",
-        "greedy,2026-11-30T14:00:00Z,1.0,0,1",
-        "greedy,2026-11-30T14:10:00Z,0.0,0,0",
+        "engine,time,gpus_allocated,pending_jobs,running_jobs,"
+        "held_gpus:default,deserved_gpus:default,waiting_gpus:default",
+        "greedy,2026-11-30T14:00:00Z,1.0,0,1,1.0,1.0,0.0",
+        "greedy,2026-11-30T14:10:00Z,0.0,0,0,0.0,0.0,0.0",
     ]
     assert "default" in capsys.readouterr().out
 
