@@ -304,8 +304,9 @@ class _Solve:
             first = self.monolithic(HYBRID_SHARE)
         except _NoPlan as nothing:
             # The one model found no plan in its share: the rounds may, from the floor, in
-            # what is left (each needs only a second or so).
-            if not self.active:
+            # what is left (each needs only a second or so) — unless the user stopped the
+            # search or the time is gone.
+            if not self.active or nothing.status in (Status.INTERRUPTED, Status.TIME_UP):
                 raise
             try:
                 rounds = self.decompose()

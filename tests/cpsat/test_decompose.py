@@ -191,3 +191,27 @@ def test_hybrid_turns_to_rounds_when_the_one_model_finds_no_plan(
     assert "one model: no CP-SAT solution" in plan.solver.message
     assert "decomposed into" in plan.solver.message
     assert stages(inst, plan).as_tuple() >= stages(inst, floor).as_tuple()
+
+
+@pytest.mark.parametrize("status", [Status.INTERRUPTED, Status.TIME_UP])
+def test_hybrid_runs_no_rounds_after_a_stop_or_when_the_time_is_gone(
+    monkeypatch: pytest.MonkeyPatch, status: Status
+) -> None:
+    """A Ctrl-C before the one model found a plan, or a budget already spent, ends the solve
+    with the floor: the rounds must not take the rest of the limit."""
+    from optimizer.cpsat import engine
+
+    def stopped(self: object, share: float = 1.0) -> None:
+        raise engine._NoPlan(status, "stopped")
+
+    def no_rounds(*args: object, **kwargs: object) -> None:
+        raise AssertionError("rounds ran")
+
+    monkeypatch.setattr(engine._Solve, "monolithic", stopped)
+    monkeypatch.setattr(engine, "improve", no_rounds)
+    inst = instance(racks(2))
+    floor = checked(inst, greedy(inst))
+    plan = solve(inst, options(strategy="auto", time_limit=8), floor)
+    assert plan.solver is not None
+    assert plan.solver.status == status
+    assert plan.placements == floor.placements
