@@ -55,3 +55,22 @@ def gpu_job(name: str, replicas: int, gpus: int, **fields: Any) -> dict[str, Any
         ],
         **fields,
     }
+
+
+def two_queues() -> dict[str, object]:
+    """One 2-GPU node, queues qa and qb of weight 1 under proportion (the default conf).
+    "a1" (qa, 2 GPUs, 1 h) is there at 14:00 on the node; "b1" (qb, 1 GPU, 30 min) arrives at
+    14:10 and starts at 15:00, when a1 ends; the run ends at 15:30."""
+    doc = document(
+        [gpu_node("n1", 2)],
+        [
+            gpu_job("a1", 1, 2, duration="1h", queue="qa"),
+            gpu_job("b1", 1, 1, duration="30m", queue="qb", arrival="10m"),
+        ],
+    )
+    doc["queues"] = [
+        {"name": "root"},
+        {"name": "qa", "parent": "root"},
+        {"name": "qb", "parent": "root"},
+    ]
+    return doc

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from sim_timelines import document, gpu_job, gpu_node, instance
+from sim_timelines import instance, two_queues
 
 from optimizer.cli import main
 from optimizer.figures.simulation import ecdf, simulation_figure
@@ -17,27 +17,9 @@ from optimizer.options import SolveOptions
 from optimizer.simulate import simulate
 
 
-def _two_queues() -> dict[str, object]:
-    """The timeline of test_queue_results: a1 (qa, 2 GPUs, 1 h) at 14:00 on the one 2-GPU
-    node; b1 (qb, 1 GPU, 30 min) arrives at 14:10 and starts at 15:00; the run ends 15:30."""
-    doc = document(
-        [gpu_node("n1", 2)],
-        [
-            gpu_job("a1", 1, 2, duration="1h", queue="qa"),
-            gpu_job("b1", 1, 1, duration="30m", queue="qb", arrival="10m"),
-        ],
-    )
-    doc["queues"] = [
-        {"name": "root"},
-        {"name": "qa", "parent": "root"},
-        {"name": "qb", "parent": "root"},
-    ]
-    return doc
-
-
 @pytest.fixture(scope="module")
 def figure():
-    sim = instance(_two_queues())
+    sim = instance(two_queues())
     options = SolveOptions(quiet=True, time_limit=5)
     runs = [
         simulate(sim, "greedy", options),
@@ -105,7 +87,7 @@ def test_ecdf_counts_the_jobs_that_never_started() -> None:
 
 def test_plot_is_written_with_the_other_outputs(tmp_path: Path) -> None:
     path = tmp_path / "t.yaml"
-    path.write_text(yaml.safe_dump(_two_queues()))
+    path.write_text(yaml.safe_dump(two_queues()))
     png, doc = tmp_path / "sim.png", tmp_path / "sim.json"
     assert main(["simulate", str(path), "--plot", str(png), "--json", str(doc), "-q"]) == 0
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -116,7 +98,7 @@ def test_an_unwritable_plot_stops_the_run_before_any_output(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "t.yaml"
-    path.write_text(yaml.safe_dump(_two_queues()))
+    path.write_text(yaml.safe_dump(two_queues()))
     doc = tmp_path / "sim.json"
     missing = tmp_path / "nowhere" / "sim.png"
     assert main(["simulate", str(path), "--plot", str(missing), "--json", str(doc), "-q"]) == 2

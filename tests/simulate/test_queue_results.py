@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from sim_timelines import document, gpu_job, gpu_node, instance
+from sim_timelines import document, gpu_job, gpu_node, instance, two_queues
 
 from optimizer.cli import main
 from optimizer.options import SolveOptions
@@ -19,24 +19,6 @@ from optimizer.simulate.fairness import QueueLevel
 
 def at(text: str) -> datetime:
     return datetime.fromisoformat(f"2026-11-30T{text}").replace(tzinfo=UTC)
-
-
-def _two_queues() -> dict[str, object]:
-    """One 2-GPU node, queues qa and qb of weight 1 under proportion (the default conf).
-    "a1" (qa, 2 GPUs, 1 h) is there at 14:00; "b1" (qb, 1 GPU, 30 min) arrives at 14:10."""
-    doc = document(
-        [gpu_node("n1", 2)],
-        [
-            gpu_job("a1", 1, 2, duration="1h", queue="qa"),
-            gpu_job("b1", 1, 1, duration="30m", queue="qb", arrival="10m"),
-        ],
-    )
-    doc["queues"] = [
-        {"name": "root"},
-        {"name": "qa", "parent": "root"},
-        {"name": "qb", "parent": "root"},
-    ]
-    return doc
 
 
 # The run, by hand. 14:00: a1 takes both GPUs; qa alone has jobs, so it deserves the 2 GPUs
@@ -50,7 +32,7 @@ def _two_queues() -> dict[str, object]:
 
 
 def test_starved_time_and_share_error_per_queue() -> None:
-    run = simulate(instance(_two_queues()), "greedy", SolveOptions(quiet=True))
+    run = simulate(instance(two_queues()), "greedy", SolveOptions(quiet=True))
     assert run.end == at("15:30:00")
     queues = {q.queue: q for q in run.queues()}
     assert queues["qa"].starved_hours == 0
@@ -97,7 +79,7 @@ def test_a_queue_holding_all_it_wants_below_its_deserved_has_no_share_error() ->
 
 
 def test_the_series_holds_each_queue_level() -> None:
-    run = simulate(instance(_two_queues()), "greedy", SolveOptions(quiet=True))
+    run = simulate(instance(two_queues()), "greedy", SolveOptions(quiet=True))
     assert run.queue_names == ("qa", "qb")
     assert [(p.time, p.queues) for p in run.series] == [
         (at("14:00:00"), (QueueLevel(2, 2, 0), QueueLevel(0, 0, 0))),
@@ -111,7 +93,7 @@ def test_table_and_json_carry_the_queue_results(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = tmp_path / "t.yaml"
-    path.write_text(yaml.safe_dump(_two_queues()))
+    path.write_text(yaml.safe_dump(two_queues()))
     out = tmp_path / "sim.json"
     assert main(["simulate", str(path), "--json", str(out), "-q"]) == 0
     lines = capsys.readouterr().out.splitlines()
