@@ -35,10 +35,10 @@ import realistic
 
 from models.load import from_dict
 from optimizer.budget import Budget
-from optimizer.cpsat.data import compile_instance
+from optimizer.cpsat.compile.data import compile_instance
 from optimizer.cpsat.engine import solve as cpsat_solve
-from optimizer.cpsat.objective import STAGES
-from optimizer.cpsat.objective import evaluate as stage_values
+from optimizer.cpsat.model.objective import STAGES
+from optimizer.cpsat.model.objective import evaluate as stage_values
 from optimizer.generate import SHAPES, generate, stats
 from optimizer.greedy.engine import solve as greedy_solve
 from optimizer.options import SolveOptions

@@ -1,6 +1,6 @@
 """How a run ends when the user stops it, as optimisation solvers behave.
 
-The first Ctrl-C during a CP-SAT search stops only the search (``cpsat.model``): the best
+The first Ctrl-C during a CP-SAT search stops only the search (``cpsat.search``): the best
 verified plan so far is returned with status ``INTERRUPTED``. Ctrl-C anywhere else, a second
 Ctrl-C, or SIGTERM ends the run at once: the command prints ``interrupted``, writes nothing
 and exits 128 + the signal number (130, 143), as a shell reports a process killed by it.

@@ -17,8 +17,8 @@ import yaml
 from models.instance import Instance
 from models.load import load
 from optimizer.cli import main
-from optimizer.cpsat.data import compile_instance
-from optimizer.cpsat.objective import evaluate as stage_values
+from optimizer.cpsat.compile.data import compile_instance
+from optimizer.cpsat.model.objective import evaluate as stage_values
 from optimizer.options import SolveOptions
 from optimizer.plan import Plan
 from optimizer.solve import solve_both

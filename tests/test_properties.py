@@ -24,10 +24,10 @@ from models.fragmentation import TypicalTask, instance_mix
 from models.instance import Instance
 from models.load import from_dict, loads
 from optimizer.cpsat import engine as cpsat
-from optimizer.cpsat.data import compile_instance
-from optimizer.cpsat.model import CpsatModel
-from optimizer.cpsat.objective import evaluate
-from optimizer.cpsat.variables import value_of
+from optimizer.cpsat.compile.data import compile_instance
+from optimizer.cpsat.model.objective import evaluate
+from optimizer.cpsat.model.variables import value_of
+from optimizer.cpsat.search import CpsatModel
 from optimizer.greedy import engine as greedy
 from optimizer.options import SolveOptions
 from optimizer.plan import Plan

@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .objective import StageValues
+from .model.objective import StageValues
 
 
 @dataclass(frozen=True)

@@ -48,13 +48,13 @@ from ..options import SolveOptions
 from ..plan import Plan
 from ..progress import Progress
 from ..result import Status
-from .data import Compiled
-from .expand import expand
-from .extract import plan_from
-from .model import CpsatModel
-from .objective import StageValues, evaluate
+from .compile.data import Compiled
+from .compile.view import View, merge, view_of
+from .model.objective import StageValues, evaluate
 from .relaxation import Relaxation
-from .view import View, merge, view_of
+from .search import CpsatModel
+from .solution.expand import expand
+from .solution.extract import plan_from
 
 PART_PAIRS = 6_000
 """(group, class) pairs of a part when every pending group could go there: parts are cut at

@@ -33,15 +33,15 @@ from ..progress import Progress
 from ..result import Status
 from ..verify import verify
 from .bounds import StageBounds
-from .data import Compiled, compile_instance
+from .compile.data import Compiled, compile_instance
+from .compile.fragmentation import typical_for
 from .decompose import improve
-from .expand import Expansion, expand
-from .extract import decisions, plan_from
-from .fragmentation import typical_for
-from .hints import within_model
-from .model import CpsatModel, SearchResult, weighted_scales
-from .objective import StageValues, evaluate
+from .model.objective import Ranking, StageValues, evaluate
 from .relaxation import relax as linear_relaxation
+from .search import CpsatModel, SearchResult, weighted_scales
+from .solution.expand import Expansion, expand
+from .solution.extract import decisions, plan_from
+from .solution.hints import within_model
 
 TAIL_SECONDS = 0.3
 TAIL_PER_OBJECT = 4e-4
@@ -145,6 +145,9 @@ class _Solve:
         self.active = options.active_stages
         self.reported = [s for s in ALL_STAGES if s in STAGES or s in self.active]
         self.scales, self.dropped = weighted_scales(self.full, options, self.active)
+        self.score = Ranking(
+            tuple(self.active), self.scales if options.objective == "weighted" else None
+        ).score
         self.greedy_values = evaluate(self.full, greedy)
         # Volcano evicts only to pipeline the beneficiaries (nothing binds on the released room
         # in the same cycle), so greedy's placements stand without its preempt and reclaim
@@ -175,13 +178,6 @@ class _Solve:
             self.greedy, self.greedy_values = start, values
             self.floor = start.replace(pipelined=())
             self.floor_name = "the start plan"
-
-    def score(self, values: StageValues) -> tuple[int, ...]:
-        """What "better" means for the chosen objective: the active stages in order, or the
-        weighted sum."""
-        if self.options.objective == "weighted":
-            return (sum(self.scales[s] * getattr(values, s) for s in self.scales),)
-        return values.as_tuple(self.active)
 
     # -- monolithic --------------------------------------------------------------------------
 

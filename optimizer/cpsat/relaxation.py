@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.linear_solver import linear_solver_pb2, pywraplp
 
-from .classes import NodeClass
-from .data import Compiled
+from .compile.classes import NodeClass
+from .compile.data import Compiled
 
 MIN_SECONDS = 0.5
 """Below this, the relaxation is not tried: the time is the rounds'."""

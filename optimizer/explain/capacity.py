@@ -36,7 +36,7 @@ from models.resources import NVIDIA_GPU, readable_amount
 from models.workload import Job
 
 from .. import whatif
-from ..cpsat.data import queue_tables
+from ..cpsat.compile.data import queue_tables
 from ..options import SolveOptions
 from ..plan import ADMITTED, PENDING, RUNNING, Plan
 from ..reasons import rules as kinds

@@ -29,7 +29,7 @@ from models.vocabulary import NOUSE_GPU_TYPE, UNSCHEDULABLE_TAINT, USE_GPU_TYPE
 from models.workload import Toleration
 
 from .. import whatif
-from ..cpsat.units import MIB, MIB_RESOURCES
+from ..cpsat.compile.units import MIB, MIB_RESOURCES
 from ..reasons import rules as kinds
 from ..reasons.model import ExplainModel
 from ..reasons.search import Correction, Relaxed

@@ -1,7 +1,7 @@
 """What a plan leaves for the jobs being explained: free room on every node and device, what
 every queue already holds, and which pods of other jobs could give their room back.
 
-Amounts are in the CP-SAT engine's model units (``optimizer.cpsat.units``: Volcano units,
+Amounts are in the CP-SAT engine's model units (``optimizer.cpsat.compile.units``: Volcano units,
 memory in MiB), rounded so that what fits here fits the real cluster: free room down,
 requests up.
 """
@@ -17,8 +17,8 @@ from models.resources import PODS
 from models.tdm import pod_preemptable
 from models.workload import Job, Task
 
-from ..cpsat.candidates import device_pool
-from ..cpsat.units import model_units
+from ..cpsat.compile.candidates import device_pool
+from ..cpsat.compile.units import model_units
 from ..plan import Bound, Plan
 
 

@@ -31,9 +31,9 @@ from models.resources import NVIDIA_GPU, PODS
 from models.tdm import node_zone, pod_revocable_zone
 from models.workload import Job, Task
 
-from ..cpsat.data import queue_tables
+from ..cpsat.compile.data import queue_tables
+from ..cpsat.compile.units import UNLIMITED, model_units
 from ..cpsat.solving import Solvable
-from ..cpsat.units import UNLIMITED, model_units
 from ..plan import Plan
 from . import rules as kinds
 from .leftover import DeviceRoom, Holder, Leftover, leftover, request_of

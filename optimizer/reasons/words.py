@@ -6,7 +6,7 @@ from models.admission import EnqueueLimit, enqueue_minimum
 from models.resources import EMPTY, format_amount
 from models.vocabulary import UNSCHEDULABLE_TAINT
 
-from ..cpsat.units import MIB, MIB_RESOURCES
+from ..cpsat.compile.units import MIB, MIB_RESOURCES
 from . import rules as kinds
 from .leftover import request_of
 from .model import ExplainModel, Target

@@ -13,9 +13,9 @@ import textwrap
 
 from models.instance import Instance
 from models.load import loads
-from optimizer.cpsat.data import compile_instance
+from optimizer.cpsat.compile.data import compile_instance
 from optimizer.cpsat.engine import solve
-from optimizer.cpsat.objective import StageValues, evaluate
+from optimizer.cpsat.model.objective import StageValues, evaluate
 from optimizer.greedy.engine import solve as solve_greedy
 from optimizer.options import SolveOptions
 from optimizer.plan import Plan

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from cpsat_kit import BASE, cpsat, instance, pods_of
 
-from optimizer.cpsat.data import compile_instance
+from optimizer.cpsat.compile.data import compile_instance
 from optimizer.plan import Plan
 
 

@@ -8,7 +8,7 @@ from cpsat_kit import QUEUES, cpsat_over_greedy, greedy, instance, options
 
 from optimizer.cpsat.bounds import StageBounds
 from optimizer.cpsat.engine import solve
-from optimizer.cpsat.objective import StageValues
+from optimizer.cpsat.model.objective import StageValues
 from optimizer.plan import SolverInfo
 
 

@@ -20,7 +20,7 @@ from strategies import instances, to_yaml
 from models.instance import Instance
 from models.load import from_dict
 from optimizer.cpsat.engine import solve
-from optimizer.cpsat.model import CpsatModel
+from optimizer.cpsat.search import CpsatModel
 from optimizer.plan import Plan
 from optimizer.result import Status
 

@@ -14,8 +14,8 @@ import pytest
 from cpsat_kit import BASE, cpsat, devices_of, evicted, instance, nodes_of, options, pods_of
 
 from models.gpu import GpuRequest
-from optimizer.cpsat.expand import Expansion, expand
-from optimizer.cpsat.model import CpsatModel
+from optimizer.cpsat.search import CpsatModel
+from optimizer.cpsat.solution.expand import Expansion, expand
 from optimizer.plan import Plan
 from optimizer.progress import Progress
 

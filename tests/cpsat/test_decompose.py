@@ -9,7 +9,7 @@ import pytest
 from cpsat_kit import checked, greedy, instance, options, stages
 
 from optimizer.cpsat import decompose
-from optimizer.cpsat.data import compile_instance
+from optimizer.cpsat.compile.data import compile_instance
 from optimizer.cpsat.engine import solve
 from optimizer.cpsat.relaxation import Relaxation
 from optimizer.plan import Plan

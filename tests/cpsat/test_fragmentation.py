@@ -29,14 +29,14 @@ from models.gpu import GpuDevice, GpuRequest
 from models.load import load
 from models.workload import DeviceShare
 from optimizer.cli import main
-from optimizer.cpsat.expand import expand
-from optimizer.cpsat.extract import plan_from
-from optimizer.cpsat.frag_stage import curve_of, share_load_bound
-from optimizer.cpsat.fragmentation import SCALE
-from optimizer.cpsat.model import CpsatModel
-from optimizer.cpsat.objective import evaluate
+from optimizer.cpsat.compile.fragmentation import SCALE
+from optimizer.cpsat.model.frag_stage import curve_of, share_load_bound
+from optimizer.cpsat.model.objective import evaluate
+from optimizer.cpsat.model.variables import value_of
 from optimizer.cpsat.params import parameters
-from optimizer.cpsat.variables import value_of
+from optimizer.cpsat.search import CpsatModel
+from optimizer.cpsat.solution.expand import expand
+from optimizer.cpsat.solution.extract import plan_from
 from optimizer.options import OptionError, SolveOptions
 from optimizer.plan import Placement, Plan
 from optimizer.progress import Progress

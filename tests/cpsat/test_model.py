@@ -23,7 +23,7 @@ from ortools.sat.python import cp_model
 from models.instance import Instance
 from models.load import load
 from optimizer.cpsat.engine import solve
-from optimizer.cpsat.model import CpsatModel
+from optimizer.cpsat.search import CpsatModel
 from optimizer.plan import Plan
 from optimizer.progress import PlainProgress, Progress
 

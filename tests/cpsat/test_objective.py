@@ -27,11 +27,11 @@ from cpsat_kit import (
 
 from models.instance import Instance
 from models.load import load
-from optimizer.cpsat.expand import expand
-from optimizer.cpsat.extract import plan_from
-from optimizer.cpsat.model import CpsatModel
-from optimizer.cpsat.objective import evaluate
-from optimizer.cpsat.variables import value_of
+from optimizer.cpsat.model.objective import Ranking, StageValues, evaluate
+from optimizer.cpsat.model.variables import value_of
+from optimizer.cpsat.search import CpsatModel
+from optimizer.cpsat.solution.expand import expand
+from optimizer.cpsat.solution.extract import plan_from
 from optimizer.options import STAGES
 from optimizer.plan import Placement, Plan
 from optimizer.progress import Progress
@@ -393,3 +393,17 @@ def test_hinted_stage_values_agree_with_evaluate(make: Callable[[], Instance]) -
     hint = model.hint_plan(floor)
     expected = evaluate(model.data, floor).as_dict()
     assert {s: value_of(model.stages[s], hint) for s in STAGES} == expected
+
+
+def test_the_ranking_orders_stages_first_to_last_or_by_their_weighted_sum() -> None:
+    """Lexicographic: one more unit of work beats any packing; weighted with scales 10 and 1,
+    work 3 + packing 5 (35) loses to work 4 + packing 0 (40) and beats work 3 + packing 4."""
+    more_work = StageValues(work=4, fairness=0, topology=0, packing=0)
+    more_packing = StageValues(work=3, fairness=0, topology=0, packing=5)
+    lexicographic = Ranking(("work", "packing"))
+    assert lexicographic.score(more_work) > lexicographic.score(more_packing)
+    weighted = Ranking(("work", "packing"), {"work": 10, "packing": 1})
+    assert weighted.score(more_packing) == (35,)
+    assert weighted.score(more_work) > weighted.score(more_packing)
+    less_packing = StageValues(work=3, fairness=0, topology=0, packing=4)
+    assert weighted.score(more_packing) > weighted.score(less_packing)

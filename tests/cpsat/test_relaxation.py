@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from cpsat_kit import checked, greedy, instance, options, stages
 
-from optimizer.cpsat.data import Compiled, compile_instance
+from optimizer.cpsat.compile.data import Compiled, compile_instance
 from optimizer.cpsat.engine import solve
 from optimizer.cpsat.relaxation import relax
 from optimizer.result import Status

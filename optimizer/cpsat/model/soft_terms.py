@@ -21,9 +21,8 @@ from ortools.sat.python import cp_model
 
 from models.affinity import PreferredNodeTerm, preferred_node_score
 
-from ..plan import Plan
-from .affinity import SPREAD_SCORE, domain_counts, eligible_nodes, minimum_of
-from .affinity_keys import (
+from ...plan import Plan
+from ..compile.affinity_keys import (
     compiled_terms,
     group_ns,
     has_pod_terms,
@@ -31,8 +30,9 @@ from .affinity_keys import (
     per_node_keys,
     running_ns,
 )
-from .data import Compiled
-from .records import Group
+from ..compile.data import Compiled
+from ..compile.records import Group
+from .affinity import SPREAD_SCORE, domain_counts, eligible_nodes, minimum_of
 from .variables import Expr, Linear, Variables, lsum, wsum
 
 

@@ -33,7 +33,7 @@ from ortools.sat.python import cp_model
 from models.affinity import SpreadConstraint
 from models.cluster import Node
 
-from .affinity_keys import (
+from ..compile.affinity_keys import (
     Term,
     compiled_terms,
     group_ns,
@@ -42,8 +42,8 @@ from .affinity_keys import (
     per_node_keys,
     running_ns,
 )
-from .data import Compiled
-from .records import Group, RunningPod
+from ..compile.data import Compiled
+from ..compile.records import Group, RunningPod
 from .variables import Expr, IntVar, Linear, Variables, lsum
 
 SPREAD_SCORE = 100

@@ -29,11 +29,11 @@ from ortools.sat.python import cp_model
 from models.admission import EnqueueLimit, enqueue_minimum, judged_at_enqueue
 from models.gpu import GpuDevice
 
-from .classes import DeviceClass
-from .data import Compiled
+from ..compile.classes import DeviceClass
+from ..compile.data import Compiled
+from ..compile.records import Unit
+from ..compile.units import UNLIMITED, model_units
 from .domains import within_level
-from .records import Unit
-from .units import UNLIMITED, model_units
 from .variables import Expr, IntVar, Linear, Variables, lsum, wsum
 
 

@@ -31,11 +31,11 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
-from ..options import ALL_STAGES, STAGES
-from ..plan import Plan
+from ...options import ALL_STAGES, STAGES
+from ...plan import Plan
+from ..compile.data import Compiled
 from . import frag_stage
 from .constraints import gpu_users, held_terms, new_share_devices, occupied_devices
-from .data import Compiled
 from .domains import within_level
 from .soft_terms import soft_score, soft_span, soft_value
 from .variables import Expr, Linear, Values, Variables, lsum, wsum
@@ -58,6 +58,21 @@ class StageValues:
 
     def as_dict(self, stages: Sequence[str] = STAGES) -> dict[str, int]:
         return dict(zip(stages, self.as_tuple(stages), strict=True))
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """What "better" means for the chosen objective, in one place for the search, the engine's
+    floor and the decomposition's rounds: the active stages in order, or — when ``scales`` is
+    given (a weighted objective) — their weighted sum."""
+
+    active: tuple[str, ...]
+    scales: Mapping[str, int] | None = None
+
+    def score(self, values: StageValues) -> tuple[int, ...]:
+        if self.scales is not None:
+            return (sum(self.scales[s] * getattr(values, s) for s in self.scales),)
+        return values.as_tuple(self.active)
 
 
 def _fair_pairs(data: Compiled) -> list[tuple[str, str, int]]:

@@ -39,14 +39,14 @@ from typing import TYPE_CHECKING
 from models.fragmentation import MILLI, TypicalTask, allows
 from models.gpu import GpuDevice
 
-from ..plan import Placement
-from .classes import DeviceClass
+from ...plan import Placement
+from ..compile.classes import DeviceClass
+from ..compile.fragmentation import SCALE, device_free
 from .constraints import gpu_users
-from .fragmentation import SCALE, device_free
 from .variables import Expr, Linear, Values, lsum, per_node_limit, wsum
 
 if TYPE_CHECKING:
-    from .data import Compiled
+    from ..compile.data import Compiled
     from .variables import Variables
 
 

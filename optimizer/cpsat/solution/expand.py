@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from models.gpu import GpuDevice, GpuRequest, exclusive_on
 from models.workload import DeviceShare
 
-from ..plan import Placement
-from .affinity_keys import node_caps
-from .data import Compiled
-from .records import Group
-from .variables import Values, Variables
+from ...plan import Placement
+from ..compile.affinity_keys import node_caps
+from ..compile.data import Compiled
+from ..compile.records import Group
+from ..model.variables import Values, Variables
 
 
 @dataclass

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from ..plan import Placement
-from .affinity import eligible_nodes
-from .data import Compiled
-from .records import Group
+from ...plan import Placement
+from ..compile.data import Compiled
+from ..compile.records import Group
+from ..model.affinity import eligible_nodes
 
 Tracked = tuple[Group, int, set[int], Counter[str]]
 """(group, index of its hard constraint, eligible nodes, matching pods per domain)."""

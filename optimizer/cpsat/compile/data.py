@@ -42,7 +42,7 @@ from .view import View
 if TYPE_CHECKING:
     from models.fragmentation import TypicalTask
 
-    from .frag_stage import NodeTerms
+    from ..model.frag_stage import NodeTerms
 
 
 @dataclass

@@ -23,17 +23,17 @@ from ..options import SolveOptions
 from ..plan import Plan
 from ..progress import Progress
 from ..result import Status
-from . import affinity, constraints
 from .bounds import StageBounds
-from .data import Compiled, compile_instance
-from .evictions import eviction_allowed, eviction_caps
-from .fragmentation import typical_for
-from .hints import hint_values, within_model
-from .objective import StageValues, stage_expressions, stage_span
+from .compile.data import Compiled, compile_instance
+from .compile.fragmentation import typical_for
+from .compile.view import View
+from .model import affinity, constraints
+from .model.evictions import eviction_allowed, eviction_caps
+from .model.objective import Ranking, stage_expressions, stage_span
+from .model.variables import Expr, Values, Variables, value_of
 from .params import parameters
+from .solution.hints import hint_values, within_model
 from .solving import Solvable
-from .variables import Expr, Values, Variables, value_of
-from .view import View
 
 FAMILIES = (
     constraints.node_capacity,
@@ -135,6 +135,9 @@ class CpsatModel(Solvable):
         self.active = options.active_stages
         self.stages = stage_expressions(self.model, self.vars, self.data, self.active)
         self.scales, self.dropped = weighted_scales(self.data, options, self.active)
+        self.score = Ranking(
+            tuple(self.active), self.scales if options.objective == "weighted" else None
+        ).score
 
     @property
     def step_terms(self) -> bool:
@@ -186,13 +189,6 @@ class CpsatModel(Solvable):
         if self.options.objective == "weighted":
             return StageBounds(order, weighted=search.proved["weighted"], scales=self.scales)
         return StageBounds(order, proved=dict(search.proved), held=dict(search.held))
-
-    def score(self, values: StageValues) -> tuple[int, ...]:
-        """What "better" means for the chosen objective: the active stages in order, or the
-        weighted sum."""
-        if self.options.objective == "weighted":
-            return (sum(self.scales[s] * getattr(values, s) for s in self.scales),)
-        return values.as_tuple(self.active)
 
     # -- search ------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from models.fragmentation import MILLI, TypicalTask, instance_mix
 from models.instance import Instance
 
-from ..options import SolveOptions
+from ...options import SolveOptions
 from .classes import DeviceClass
 
 SCALE = 1000

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from models.instance import Instance
 
-from ..plan import Placement, Plan
+from ...plan import Placement, Plan
 
 
 @dataclass(frozen=True)

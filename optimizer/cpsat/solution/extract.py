@@ -6,12 +6,12 @@ from __future__ import annotations
 from models.instance import Instance
 from models.tdm import SHUFFLE_REASON
 
-from ..plan import ADMITTED, PENDING, RUNNING, Eviction, JobDecision, Plan
-from .data import Compiled
-from .evictions import can_preempt, can_reclaim
+from ...plan import ADMITTED, PENDING, RUNNING, Eviction, JobDecision, Plan
+from ..compile.data import Compiled
+from ..model.evictions import can_preempt, can_reclaim
+from ..model.variables import Values, Variables
 from .expand import Expansion
 from .replay_order import order_placements
-from .variables import Values, Variables
 
 NO_CANDIDATE = "no node passes the static predicates (selector, taints, TDM, GPU filter)"
 NO_PODS = "no pods in the input (a PodGroup whose pods do not exist yet): nothing to place"

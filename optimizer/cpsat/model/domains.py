@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 from ortools.sat.python import cp_model
 
-from .affinity_keys import node_caps
-from .classes import EvictGroup
+from ..compile.affinity_keys import node_caps
+from ..compile.classes import EvictGroup
 from .variables import Expr, IntVar, Linear, Values, Variables, lsum, wsum
 
 

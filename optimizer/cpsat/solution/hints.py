@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..plan import Placement, Plan
-from .data import Compiled
-from .records import Group
-from .variables import Variables
+from ...plan import Placement, Plan
+from ..compile.data import Compiled
+from ..compile.records import Group
+from ..model.variables import Variables
 
 
 def _bump(values: dict[int, int], index: int, by: int = 1) -> None:

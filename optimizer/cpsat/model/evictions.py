@@ -27,10 +27,10 @@ from ortools.sat.python import cp_model
 
 from models.queues import ROOT
 
-from ..disruption import carried_by
-from ..options import SolveOptions
+from ...disruption import carried_by
+from ...options import SolveOptions
+from ..compile.data import Compiled
 from .constraints import held_terms
-from .data import Compiled
 from .variables import Expr, IntVar, Linear, Variables, lsum, wsum
 
 

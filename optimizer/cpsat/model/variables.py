@@ -20,9 +20,9 @@ from operator import mul
 from ortools.sat.python import cp_model
 from ortools.sat.python.cp_model_helper import FlatIntExpr
 
-from .classes import DeviceClass, NodeClass
-from .data import Compiled
-from .records import Group
+from ..compile.classes import DeviceClass, NodeClass
+from ..compile.data import Compiled
+from ..compile.records import Group
 
 IntVar = cp_model.IntVar
 Expr = cp_model.LinearExprT

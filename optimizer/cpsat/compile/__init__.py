@@ -1,0 +1,1 @@
+"""Compiling a snapshot: node classes, candidate pairs, the tables every model reads."""

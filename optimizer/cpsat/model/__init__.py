@@ -1,0 +1,1 @@
+"""The CP-SAT model: variables, constraint families and the objective's stages."""
