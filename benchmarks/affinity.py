@@ -25,7 +25,7 @@ from models.instance import Instance
 from models.load import from_dict
 from optimizer.cpsat.engine import solve as cpsat
 from optimizer.greedy.engine import solve as greedy
-from optimizer.metrics import evaluate
+from optimizer.metrics import measure
 from optimizer.options import SolveOptions
 from optimizer.plan import Plan
 from optimizer.verify import verify
@@ -114,7 +114,7 @@ def scenario(zones: int, per_zone: int, jobs: int) -> Instance:
 
 
 def _row(engine: str, instance: Instance, plan: Plan, cpu: float, wall: float) -> str:
-    metrics = evaluate(instance, plan)
+    metrics = measure(instance, plan)
     cells = [
         engine,
         f"{len(instance.nodes):,}",
@@ -143,7 +143,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     floor = greedy(instance, 0)
     cpu, wall = time.process_time() - started_cpu, time.perf_counter() - started
     print(_row("greedy", instance, floor, cpu, wall))
-    options = SolveOptions(time_limit=args.time_limit, workers=args.workers, quiet=True)
+    options = SolveOptions.of(time_limit=args.time_limit, workers=args.workers)
     started, started_cpu = time.perf_counter(), time.process_time()
     plan = cpsat(instance, options, floor)
     cpu, wall = time.process_time() - started_cpu, time.perf_counter() - started

@@ -57,6 +57,7 @@ def measure(
     time_limit: float,
     workers: int,
     realistic_nodes: int | None = None,
+    dask: str | None = None,
 ) -> dict[str, Any]:
     """Everything reported for one shape; runs in its own process. A realistic shape is built
     by ``realistic.py`` (its load is its own; ``realistic_nodes`` makes a smaller one)."""
@@ -78,7 +79,7 @@ def measure(
     greedy_wall = time.perf_counter() - started
     greedy_peak = _peak_mib()
 
-    options = SolveOptions(time_limit=time_limit, workers=workers, seed=seed, quiet=True)
+    options = SolveOptions.of(time_limit=time_limit, workers=workers, seed=seed, dask=dask)
     started_cpu = time.process_time()
     budget = Budget(time_limit, started=started)
     cpsat = cpsat_solve(instance, options, greedy, budget=budget)
@@ -248,6 +249,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--realistic-nodes", type=int, default=None, help="build smaller realistic instances"
     )
+    parser.add_argument(
+        "--dask", metavar="ADDRESS", help="solve decomposition rounds on this Dask scheduler"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
     args = parser.parse_args(argv)
     runs = []
@@ -272,7 +276,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             results.append(
                 pool.apply(
                     measure,
-                    (shape, args.seed, args.load, seconds, args.workers, args.realistic_nodes),
+                    (
+                        shape,
+                        args.seed,
+                        args.load,
+                        seconds,
+                        args.workers,
+                        args.realistic_nodes,
+                        args.dask,
+                    ),
                 )
             )
     if args.json:
@@ -283,6 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "cpus": multiprocessing.cpu_count(),
             "time_limit": args.time_limit,
             "workers": args.workers,
+            "dask": args.dask,
         }
         print(json.dumps({"environment": env, "results": results}, indent=2))
     else:

@@ -60,7 +60,7 @@ def main() -> None:
     run = simulate(
         instance,
         "greedy",
-        SolveOptions(quiet=True),
+        SolveOptions(),
         until=instance.now + length,
         check=not args.no_verify,
         progress=progress,

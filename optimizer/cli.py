@@ -9,7 +9,6 @@ no traceback, so scripts and people can both act on it.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 import sys
 import time
@@ -28,17 +27,22 @@ try:
         from models.yamlio import dump_yaml
 
         from . import __version__, compare, show
-        from .arguments import engine_report_arguments, input_arguments, solver_arguments
+        from .arguments import (
+            engine_report_arguments,
+            input_arguments,
+            reasons_argument,
+            solve_options,
+            solver_arguments,
+        )
         from .atomic import unwritable, write_all, write_atomic
         from .budget import process_started
         from .disruption import breaches
-        from .options import OptionError, SolveOptions, parse_queue_budgets, parse_weights
+        from .options import OptionError, SolveOptions
         from .plan import FORMATS, Plan, format_for, read_plan
         from .progress import reporter
         from .result import Status
         from .simulate.command import add_arguments as simulate_arguments
         from .solve import ENGINES, solve, solve_both
-        from .typical_mix import load_mix
         from .verify import format_violations, verify
 except (KeyboardInterrupt, Terminated) as stop:
     raise SystemExit(stopped(stop)) from None
@@ -155,31 +159,6 @@ def _say_if_interrupted(plan: Plan) -> None:
         )
 
 
-def _options(args: argparse.Namespace) -> SolveOptions:
-    """The solver options of a command; a value no engine can honour is a usage error."""
-    try:
-        return SolveOptions(
-            time_limit=args.time_limit,
-            workers=args.workers,
-            seed=args.seed,
-            deterministic=args.deterministic,
-            gap=args.gap,
-            objective=args.objective,
-            weights=parse_weights(args.weights or ""),
-            typical_mix=load_mix(args.typical_mix) if args.typical_mix else None,
-            strategy=args.strategy,
-            aggregate=not args.no_aggregate,
-            tdm_lookahead=args.tdm_lookahead,
-            quiet=args.quiet,
-            reasons=not args.no_reasons,
-            bound=not args.no_bound,
-            max_evictions=args.max_evictions,
-            queue_eviction_budgets=parse_queue_budgets(args.queue_eviction_budget or ""),
-        )
-    except OptionError as err:
-        raise InputError([Problem(err.message, field=err.option)]) from None
-
-
 def _report_breaches(instance: Instance, greedy: Plan, options: SolveOptions, quiet: bool) -> None:
     """The greedy engine follows Volcano, which knows no disruption cap: say where it passes
     the user's."""
@@ -190,14 +169,21 @@ def _report_breaches(instance: Instance, greedy: Plan, options: SolveOptions, qu
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    options = _options(args)
+    options = solve_options(args)
     instance = _load(args)
     _print_warnings(instance.warnings, args.quiet)
     if args.start:
-        options = dataclasses.replace(options, start=read_plan(args.start, instance))
-    progress = reporter(args.quiet, options.time_limit)
+        options = options.replaced(start=read_plan(args.start, instance))
+    progress = reporter(args.quiet, options.search.time_limit)
     try:
-        plan = solve(instance, args.engine, options, progress, started=args.started)
+        plan = solve(
+            instance,
+            args.engine,
+            options,
+            progress,
+            started=args.started,
+            reasons=not args.no_reasons,
+        )
     finally:
         progress.close()
     if args.engine == "greedy":
@@ -232,12 +218,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    options = _options(args)
+    options = solve_options(args)
     instance = _load(args)
     _print_warnings(instance.warnings, args.quiet)
-    progress = reporter(args.quiet, options.time_limit)
+    progress = reporter(args.quiet, options.search.time_limit)
     try:
-        greedy, cpsat = solve_both(instance, options, progress, started=args.started)
+        greedy, cpsat = solve_both(
+            instance, options, progress, started=args.started, reasons=not args.no_reasons
+        )
     finally:
         progress.close()
     _report_breaches(instance, greedy, options, args.quiet)
@@ -271,7 +259,7 @@ def _report(doc: dict[str, object], text: str, fmt: str) -> str:
 def cmd_explain(args: argparse.Namespace) -> int:
     from .explain import explain
 
-    options = _options(args)
+    options = solve_options(args)
     instance = _load(args)
     _print_warnings(instance.warnings, args.quiet)
     found = explain(instance, args.job, args.engine, options=options, check=not args.no_check)
@@ -282,7 +270,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
 def cmd_capacity(args: argparse.Namespace) -> int:
     from .explain import capacity
 
-    options = _options(args)
+    options = solve_options(args)
     instance = _load(args)
     _print_warnings(instance.warnings, args.quiet)
     found = capacity(
@@ -440,6 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
         "verifies and beats greedy's",
     )
     solver_arguments(p)
+    reasons_argument(p)
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("verify", help="check a plan against every rule (exit 3 on violations)")
@@ -466,6 +455,7 @@ def build_parser() -> argparse.ArgumentParser:
         "cpsat, and one small chart per metric",
     )
     solver_arguments(p)
+    reasons_argument(p)
     p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser(
@@ -539,7 +529,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="with FILEs: a volcano-scheduler.conf, or its ConfigMap, replacing the input's",
     )
     p.add_argument("--now", metavar="TIME", help="with FILEs: the snapshot's time, RFC 3339")
-    p.add_argument("--scheduler", help="address of an existing Dask scheduler")
+    p.add_argument(
+        "--dask",
+        "--scheduler",
+        dest="scheduler",
+        metavar="ADDRESS",
+        help="address of an existing Dask scheduler (default: a local cluster)",
+    )
     p.add_argument("-o", "--output", help="CSV, or Parquet when the name ends in .parquet")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=cmd_sweep)
@@ -566,6 +562,9 @@ def main(argv: Sequence[str] | None = None, started: float | None = None) -> int
     except InputError as err:
         for problem in err.problems:
             print(f"error: {problem}", file=sys.stderr)
+        return EXIT_INPUT
+    except OptionError as err:  # found only once the solve uses it: an unreachable --dask
+        print(f"error: {err}", file=sys.stderr)
         return EXIT_INPUT
     except (KeyboardInterrupt, Terminated) as stop:
         return stopped(stop)

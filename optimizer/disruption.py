@@ -24,7 +24,7 @@ def carried_by(instance: Instance, queue: str, job_queue: str) -> bool:
 def check_budgets(instance: Instance, options: SolveOptions) -> None:
     """A per-queue budget naming no queue of the instance is bad input."""
     unknown = sorted(
-        q for q in options.queue_eviction_budgets if q not in instance.queue_tree.names
+        q for q in options.disruption.queue_eviction_budgets if q not in instance.queue_tree.names
     )
     if unknown:
         raise InputError(
@@ -40,13 +40,14 @@ def breaches(instance: Instance, plan: Plan, options: SolveOptions) -> list[str]
     are not the plan's choice (``shuffle`` makes them whatever else the cycle does), so no cap
     counts them."""
     out = []
+    caps = options.disruption
     chosen = [e for e in plan.evictions if e.reason != SHUFFLE_REASON]
     total = len(chosen)
-    if options.max_evictions is not None and total > options.max_evictions:
-        out.append(f"{total} evictions, more than --max-evictions {options.max_evictions}")
+    if caps.max_evictions is not None and total > caps.max_evictions:
+        out.append(f"{total} evictions, more than --max-evictions {caps.max_evictions}")
     job_queue = {j.key: j.queue for j in instance.jobs}
     evicted = [job_queue[instance.pod_by_key[e.pod].job] for e in chosen]
-    for queue, budget in sorted(options.queue_eviction_budgets.items()):
+    for queue, budget in sorted(caps.queue_eviction_budgets.items()):
         count = sum(1 for q in evicted if carried_by(instance, queue, q))
         if count > budget:
             out.append(f"queue {queue}: {count} evictions, more than its budget {budget}")

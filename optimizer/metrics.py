@@ -153,7 +153,7 @@ _TABLES = frozenset({"queues", "job_lca_tiers"})
 _PARTS = ("allocated", "deserved", "requested")
 
 
-def evaluate(
+def measure(
     instance: Instance, plan: Plan, typical_mix: Sequence[TypicalTask] | None = None
 ) -> Metrics:
     """Measure ``plan`` on ``instance``; fragmentation is F against ``typical_mix``, by default

@@ -8,11 +8,14 @@ default; 0 prints every one), so logs stay readable. ``--quiet`` prints nothing.
 
 Reports come from CP-SAT's solution callbacks, which run on a solver thread: every method only
 records numbers and, at most a few times a second, writes one line.
+
+``VCOPT_PAUSE_AT`` is a test hook (inert when unset): see :func:`pause_if_asked`.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 import time
@@ -25,6 +28,7 @@ from rich.text import Text
 
 PLAIN_INTERVAL = 5.0
 INTERVAL_VARIABLE = "VCOPT_PROGRESS_INTERVAL"
+PAUSE_VARIABLE = "VCOPT_PAUSE_AT"
 
 
 @dataclass
@@ -51,6 +55,7 @@ class Progress:
         with self._lock:
             self.state = _State(name, detail, baseline=baseline)
         self._show(force=True)
+        pause_if_asked(name)
 
     def solution(self, objective: float, bound: float) -> None:
         with self._lock:
@@ -142,3 +147,19 @@ def plain_interval() -> float:
     except ValueError:
         return PLAIN_INTERVAL
     return value if 0 <= value < float("inf") else PLAIN_INTERVAL
+
+
+def pause_if_asked(phase: str) -> None:
+    """Test hook, inert unless ``VCOPT_PAUSE_AT`` is set: on entering a phase it names (a
+    comma-separated list of exact names, e.g. ``stage work,expand``) the run prints
+    ``vcopt paused at PHASE`` on stderr and waits until a signal handler raises (SIGINT,
+    SIGTERM). A test then signals a run in exactly the phase it means, however fast or loaded
+    the machine. Only on the main thread, the one Python runs signal handlers on."""
+    names = os.environ.get(PAUSE_VARIABLE)
+    if not names or phase not in names.split(","):
+        return
+    if threading.current_thread() is not threading.main_thread():
+        return
+    print(f"vcopt paused at {phase}", file=sys.stderr, flush=True)
+    while True:
+        signal.pause()

@@ -18,7 +18,7 @@ from .budget import Budget
 from .cpsat.engine import solve as solve_cpsat
 from .disruption import check_budgets
 from .greedy.engine import solve as solve_greedy
-from .metrics import evaluate
+from .metrics import measure
 from .options import SolveOptions
 from .plan import PENDING, Plan
 from .progress import Progress
@@ -37,23 +37,23 @@ def with_metrics(
 ) -> Plan:
     """The plan with its metrics; fragmentation against ``typical_mix`` (``--typical-mix``),
     else the instance's own mix: the mix the CP-SAT objective optimises is the one reported."""
-    return plan.replace(metrics=evaluate(instance, plan, typical_mix).as_dict())
+    return plan.replace(metrics=measure(instance, plan, typical_mix).as_dict())
 
 
 def _report_seconds(instance: Instance) -> float:
     return REPORT_PER_OBJECT * (len(instance.nodes) + len(instance.pods))
 
 
-def _reserve(instance: Instance, greedy: Plan, options: SolveOptions) -> float:
+def _reserve(instance: Instance, greedy: Plan, options: SolveOptions, reasons: bool) -> float:
     """Seconds of the time limit kept back from the CP-SAT engine: the report's share, and for
     the pending reasons a tenth of the limit, at most :data:`REASON_SECONDS` (none when the
     reasons are not wanted, greedy leaves nothing pending or the cluster is too large for
     per-job reasons)."""
     report = _report_seconds(instance)
     pending = any(d.status == PENDING for d in greedy.jobs)
-    if not options.reasons or not pending or len(instance.nodes) > MAX_NODES:
+    if not reasons or not pending or len(instance.nodes) > MAX_NODES:
         return report
-    return report + min(REASON_SECONDS, REASON_SHARE * options.time_limit)
+    return report + min(REASON_SECONDS, REASON_SHARE * options.search.time_limit)
 
 
 def annotated(
@@ -75,11 +75,16 @@ def annotated(
 
 
 def _cpsat(
-    instance: Instance, options: SolveOptions, greedy: Plan, budget: Budget, progress: Progress
+    instance: Instance,
+    options: SolveOptions,
+    greedy: Plan,
+    budget: Budget,
+    progress: Progress,
+    reasons: bool,
 ) -> Plan:
     """The CP-SAT plan, within the limit less the reserve for pending reasons."""
-    reserve = _reserve(instance, greedy, options)
-    engine_budget = Budget(options.time_limit - reserve, budget.clock, budget.started)
+    reserve = _reserve(instance, greedy, options, reasons)
+    engine_budget = Budget(options.search.time_limit - reserve, budget.clock, budget.started)
     return solve_cpsat(instance, options, greedy, budget=engine_budget, progress=progress)
 
 
@@ -89,25 +94,29 @@ def solve(
     options: SolveOptions | None = None,
     progress: Progress | None = None,
     started: float | None = None,
+    reasons: bool = True,
 ) -> Plan:
-    """The plan of ``engine`` for ``instance`` (``options.seed`` seeds greedy's ties too);
-    ``started`` is when the user's clock started (``time.perf_counter``; default now)."""
+    """The plan of ``engine`` for ``instance`` (``options.search.seed`` seeds greedy's ties
+    too); ``started`` is when the user's clock started (``time.perf_counter``; default now).
+    ``reasons`` names the dominant reason of each job a CP-SAT plan leaves pending, which takes
+    up to a tenth of the limit, kept back from the search: a caller that only wants the
+    placements (a replay, a loop of solves) gives it to the search, and pending jobs keep the
+    engine's own short reason (Volcano's message when the plan is greedy's)."""
     options = options or SolveOptions()
-    plan, budget = _decide(instance, engine, options, progress, started)
+    plan, budget = _decide(instance, engine, options, progress, started, reasons)
+    mix = options.objective.typical_mix
     if engine == "greedy":
-        return with_metrics(instance, annotated(instance, plan), options.typical_mix)
+        return with_metrics(instance, annotated(instance, plan), mix)
     if progress is not None:
         progress.phase("metrics")
-    return with_metrics(
-        instance, annotated(instance, plan, budget, wanted=options.reasons), options.typical_mix
-    )
+    return with_metrics(instance, annotated(instance, plan, budget, wanted=reasons), mix)
 
 
 def decide(instance: Instance, engine: str = "cpsat", options: SolveOptions | None = None) -> Plan:
     """The engine's decisions alone — no queue positions, pending reasons or metrics — for a
     caller that only applies them (a simulation's cycles): the report's parts cost a pass over
     the cluster each."""
-    return _decide(instance, engine, options or SolveOptions(), None, None)[0]
+    return _decide(instance, engine, options or SolveOptions(), None, None, reasons=False)[0]
 
 
 def _decide(
@@ -116,17 +125,18 @@ def _decide(
     options: SolveOptions,
     progress: Progress | None,
     started: float | None,
+    reasons: bool,
 ) -> tuple[Plan, Budget]:
     if engine not in ENGINES:
         raise ValueError(f"unknown engine {engine!r} (choose from {', '.join(ENGINES)})")
     check_budgets(instance, options)
-    progress = progress or Progress(options.time_limit)
-    budget = Budget(options.time_limit, started=started)
+    progress = progress or Progress(options.search.time_limit)
+    budget = Budget(options.search.time_limit, started=started)
     progress.phase("greedy")
-    greedy = solve_greedy(instance, options.seed)
+    greedy = solve_greedy(instance, options.search.seed)
     if engine == "greedy":
         return greedy, budget
-    return _cpsat(instance, options, greedy, budget, progress), budget
+    return _cpsat(instance, options, greedy, budget, progress, reasons), budget
 
 
 def solve_both(
@@ -134,24 +144,23 @@ def solve_both(
     options: SolveOptions | None = None,
     progress: Progress | None = None,
     started: float | None = None,
+    reasons: bool = True,
 ) -> tuple[Plan, Plan]:
-    """The greedy and the CP-SAT plan, solving greedy once (``started`` as in :func:`solve`)."""
+    """The greedy and the CP-SAT plan, solving greedy once (``started`` and ``reasons`` as in
+    :func:`solve`)."""
     options = options or SolveOptions()
     check_budgets(instance, options)
-    progress = progress or Progress(options.time_limit)
-    budget = Budget(options.time_limit, started=started)
+    progress = progress or Progress(options.search.time_limit)
+    budget = Budget(options.search.time_limit, started=started)
     progress.phase("greedy")
-    greedy = solve_greedy(instance, options.seed)
-    cpsat = _cpsat(instance, options, greedy, budget, progress)
+    greedy = solve_greedy(instance, options.search.seed)
+    cpsat = _cpsat(instance, options, greedy, budget, progress, reasons)
     progress.phase("metrics")
     positions = queue_positions(instance)
+    mix = options.objective.typical_mix
     return (
+        with_metrics(instance, annotated(instance, greedy, positions=positions), mix),
         with_metrics(
-            instance, annotated(instance, greedy, positions=positions), options.typical_mix
-        ),
-        with_metrics(
-            instance,
-            annotated(instance, cpsat, budget, positions=positions, wanted=options.reasons),
-            options.typical_mix,
+            instance, annotated(instance, cpsat, budget, positions=positions, wanted=reasons), mix
         ),
     )

@@ -74,7 +74,7 @@ def hami(queue: str, *, phase: str = "Pending", actions: str = "enqueue, allocat
     )
 
 
-OPTIONS = SolveOptions(time_limit=20.0, workers=2, quiet=True, deterministic=True)
+OPTIONS = SolveOptions.of(time_limit=20.0, workers=2, deterministic=True)
 
 
 def cpsat(instance: Instance) -> Plan:

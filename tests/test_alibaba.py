@@ -243,7 +243,7 @@ def test_batch_instance_holds_what_earlier_batches_placed():
     assert [(s.id, s.memory, s.cores) for s in shares] == [("GPU-n0-1", 3777, 25)]
     job = next(j for j in instance.jobs if j.name.startswith(batches.HOLDER))
     assert job.tasks[0].resources.get("cpu") == 2000
-    options = SolveOptions(time_limit=5, workers=1, weights=replay.REPLAY_WEIGHTS)
+    options = SolveOptions.of(time_limit=5, workers=1, weights=replay.REPLAY_WEIGHTS)
     choices, _ = batches.solve_batch(builder, cluster, [task("w")], options)
     assert choices == [(0, (0,))]
 
@@ -257,7 +257,9 @@ def test_engine_batch_keeps_the_whole_device_an_8_gpu_task_needs():
     LeastAllocated spreads it to the idle node (checked by hand)."""
     nodes = [ti.TraceNode(f"n{i}", 64_000, 262_144, 8, "G2") for i in range(2)]
     mix = trace.trace_mix([task("a", gpus=8), task("b")])
-    options = SolveOptions(time_limit=5, workers=1, weights=replay.REPLAY_WEIGHTS, typical_mix=mix)
+    options = SolveOptions.of(
+        time_limit=5, workers=1, weights=replay.REPLAY_WEIGHTS, typical_mix=mix
+    )
     cluster = state.Cluster.of(nodes)
     builder = batches.BatchInstances(nodes)
     (first,), _ = batches.solve_batch(builder, cluster, [task("t1")], options)
@@ -458,21 +460,34 @@ def test_benchmark_cli_smoke_on_a_slice():
         assert not any(isinstance(v, float) and math.isnan(v) for v in row["alloc_at"].values())
 
 
-def test_replay_solves_name_no_reasons_and_keep_the_bound_unless_told():
+def test_replay_solves_name_no_reasons_and_keep_the_bound_unless_told(monkeypatch):
     """A batch's solve names no pending reasons (the replay reads only placements) and, like
     ``vcopt solve``, proves a bound unless ``--no-bound`` says otherwise."""
     tasks = [task("a"), task("b", milli=500)]
     plain = replay.engine_options(tasks, replay.BatchOptions())
-    assert (plain.reasons, plain.bound) == (False, True)
-    assert not replay.engine_options(tasks, replay.BatchOptions(bound=False)).bound
+    assert plain.search.bound
+    assert not replay.engine_options(tasks, replay.BatchOptions(bound=False)).search.bound
+    asked: dict[str, object] = {}
+
+    class Asked(Exception):
+        pass
+
+    def solve(instance, engine, options, **keywords):
+        asked.update(keywords)
+        raise Asked
+
+    monkeypatch.setattr(replay, "solve", solve)
+    with pytest.raises(Asked):
+        replay._solve_child(None, None, None, [], "cpsat", plain)
+    assert asked == {"reasons": False}
 
 
 def test_mix_coverage_decides_which_specs_the_batches_typical_mix_holds():
     """19 one-GPU tasks and one eight-GPU task: the one-GPU spec alone covers 95 % of the list,
     so FGD's coverage leaves the eight-GPU spec out and full coverage takes it in, at 1/20."""
     tasks = [task(f"a{i}") for i in range(19)] + [task("big", cpu=8000, gpus=8)]
-    default = replay.engine_options(tasks, replay.BatchOptions()).typical_mix
-    full = replay.engine_options(tasks, replay.BatchOptions(mix_coverage=1.0)).typical_mix
+    default = replay.engine_options(tasks, replay.BatchOptions()).objective.typical_mix
+    full = replay.engine_options(tasks, replay.BatchOptions(mix_coverage=1.0)).objective.typical_mix
     assert [(t.gpus, t.weight) for t in default] == [(1, 1.0)]
     assert sorted((t.gpus, t.weight) for t in full) == [(1, 0.95), (8, 0.05)]
 
@@ -499,7 +514,7 @@ def test_volcano_fast_path_makes_the_greedy_engines_choices_on_the_slice():
     cluster = state.Cluster.of(nodes)
     volcano = policies.VolcanoDefault(cluster, 42)
     builder = batches.BatchInstances(nodes)
-    options = SolveOptions(quiet=True)
+    options = SolveOptions()
     ties = placed = 0
     for t in seq:
         best = volcano.best(cluster, t, np.flatnonzero(cluster.feasible(t)))

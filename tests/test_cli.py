@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from optimizer.cli import _options, build_parser, main
+from optimizer import cli
+from optimizer.arguments import solve_options
+from optimizer.cli import build_parser, main
 
 ROOT = Path(__file__).parent.parent
 DEMO = ROOT / "instances" / "demo.yaml"
@@ -176,18 +178,33 @@ def test_greedy_over_the_eviction_cap_is_reported(
     assert "note: greedy plan (Volcano has no eviction cap): 2 evictions, more than" in err
 
 
-def test_no_reasons_reaches_the_solve_options() -> None:
-    """Each command that solves takes ``--no-reasons`` and hands it to the engine; without
-    it the pending reasons are named."""
-    parser = build_parser()
+def test_no_reasons_reaches_the_solve(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``solve`` and ``compare`` take ``--no-reasons`` and hand it to ``optimizer.solve``
+    (what a command reports is not an engine option); without it the pending reasons are
+    named."""
+
+    class Asked(Exception):
+        pass
+
+    asked: list[bool] = []
+
+    def solve(*args: object, reasons: bool, **keywords: object) -> None:
+        asked.append(reasons)
+        raise Asked
+
+    monkeypatch.setattr(cli, "solve", solve)
+    monkeypatch.setattr(cli, "solve_both", solve)
     for command in ("solve", "compare"):
-        assert _options(parser.parse_args([command, str(DEMO)])).reasons
-        assert not _options(parser.parse_args([command, "--no-reasons", str(DEMO)])).reasons
+        for flags in ([], ["--no-reasons"]):
+            with pytest.raises(Asked):
+                main([command, "-q", *flags, str(DEMO)])
+    assert asked == [True, False, True, False]
 
 
 def test_no_bound_reaches_the_solve_options() -> None:
     """``--no-bound`` is the engine's ``bound=False``; without it the bound is proved."""
     parser = build_parser()
     for command in ("solve", "compare"):
-        assert _options(parser.parse_args([command, str(DEMO)])).bound
-        assert not _options(parser.parse_args([command, "--no-bound", str(DEMO)])).bound
+        assert solve_options(parser.parse_args([command, str(DEMO)])).search.bound
+        bare = parser.parse_args([command, "--no-bound", str(DEMO)])
+        assert not solve_options(bare).search.bound

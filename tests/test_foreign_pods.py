@@ -112,7 +112,7 @@ def test_engines_leave_the_room_other_schedulers_hold(engine: str) -> None:
     """n1 has 8 − 6 = 2 cores and only GPU-n1-1 free. ``big`` (4 cores, 1 GPU) fits nowhere:
     n2 has no GPU; ``small`` (1 core, 1 GPU) fits n1 on GPU-n1-1 only."""
     instance = _load(_job("big", "4", 1), _job("small", "1", 1))
-    plan = solve(instance, engine, SolveOptions(time_limit=10, workers=1, seed=1))
+    plan = solve(instance, engine, SolveOptions.of(time_limit=10, workers=1, seed=1))
     assert {p.pod: (p.node, [g.id for g in p.gpus or ()]) for p in plan.placements} == {
         "default/small-w-0": ("n1", ["GPU-n1-1"])
     }
@@ -137,7 +137,7 @@ def test_other_schedulers_pods_count_for_inter_pod_anti_affinity(engine: str) ->
         }
     }
     instance = _load(_job("shy", "1", affinity=anti))
-    plan = solve(instance, engine, SolveOptions(time_limit=10, workers=1, seed=1))
+    plan = solve(instance, engine, SolveOptions.of(time_limit=10, workers=1, seed=1))
     assert [(p.pod, p.node) for p in plan.placements] == [("default/shy-w-0", "n2")]
     wrong = Plan(placements=(Placement("default/shy-w-0", "n1", ()),))
     assert [v.rule for v in verify(instance, wrong)] == ["pod-anti-affinity"]
@@ -171,7 +171,7 @@ def test_no_queue_counts_other_schedulers_pods() -> None:
     doc["jobs"][0] = {**OTHER, "namespace": "default"}
     instance = from_dict(doc, "foreign.yaml")
     for engine in ("greedy", "cpsat"):
-        plan = solve(instance, engine, SolveOptions(time_limit=10, workers=1, seed=1))
+        plan = solve(instance, engine, SolveOptions.of(time_limit=10, workers=1, seed=1))
         assert [(p.pod, p.node) for p in plan.placements] == [("default/four-w-0", "n2")]
         assert verify(instance, plan) == []
 

@@ -286,7 +286,7 @@ def test_a_short_s_timeline_runs_through_simulate_to_the_end() -> None:
     completion is left (docs/SIMULATE.md), so after the last arrival and with nothing running;
     a job running at now that is never evicted ends at startedAt + duration."""
     doc = _doc("S", 1, timedelta(hours=2))
-    run = simulate(from_dict(doc, "<generated>"), "greedy", SolveOptions(quiet=True))
+    run = simulate(from_dict(doc, "<generated>"), "greedy", SolveOptions())
     last = max(_at(j["arrival"]) for j in _arrivals(doc))
     assert run.end >= last
     assert run.series[-1].running_jobs == 0

@@ -156,7 +156,7 @@ def test_the_imported_history_simulates_to_the_end(tmp_path: Path) -> None:
         "pair,team,2026-02-01T14:05:00Z,1h,2,2\n"
     )
     doc = _import(tmp_path, jobs, cluster)
-    run = simulate(from_dict(doc, "history.yaml"), "greedy", SolveOptions(quiet=True))
+    run = simulate(from_dict(doc, "history.yaml"), "greedy", SolveOptions())
     records = {r.job.split("/")[1]: r for r in run.jobs}
     assert records["big"].start == datetime(2026, 2, 1, 14, 0, tzinfo=UTC)
     assert records["big"].end == datetime(2026, 2, 1, 14, 30, tzinfo=UTC)
@@ -201,7 +201,7 @@ def test_preemptable_is_what_the_row_says(
         "urgent,team,2026-02-01T14:00:10Z,100,4,high,\n"
     )
     doc = _import(tmp_path, jobs, PREEMPTING)
-    run = simulate(from_dict(doc, "history.yaml"), "greedy", SolveOptions(quiet=True))
+    run = simulate(from_dict(doc, "history.yaml"), "greedy", SolveOptions())
     records = {r.job.split("/")[1]: r for r in run.jobs}
     start = datetime(2026, 2, 1, 14, 0, tzinfo=UTC)
     assert (records["urgent"].start - start).total_seconds() == urgent_starts

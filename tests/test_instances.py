@@ -33,9 +33,9 @@ STORY_LIMIT = 20.0
 def both(name: str, **options: object) -> tuple[Instance, Plan, Plan]:
     """The instance and its greedy and CP-SAT plans, both verified."""
     inst = load(INSTANCES / name)
-    settings: dict[str, object] = {"time_limit": STORY_LIMIT, "workers": 1, "quiet": True}
+    settings: dict[str, object] = {"time_limit": STORY_LIMIT, "workers": 1}
     settings.update(options)
-    greedy, cpsat = solve_both(inst, SolveOptions(**settings))  # type: ignore[arg-type]
+    greedy, cpsat = solve_both(inst, SolveOptions.of(**settings))
     for plan in (greedy, cpsat):
         assert verify(inst, plan) == [], plan.engine
     return inst, greedy, cpsat
@@ -82,7 +82,7 @@ def test_both_plans_verify_and_cpsat_is_not_worse(path: Path) -> None:
     plan, so its stage tuple (work, fairness, topology, packing) is never lexicographically
     below greedy's."""
     inst = load(path)
-    greedy, cpsat = solve_both(inst, SolveOptions(time_limit=5, workers=1, quiet=True))
+    greedy, cpsat = solve_both(inst, SolveOptions.of(time_limit=5, workers=1))
     assert verify(inst, greedy) == []
     assert verify(inst, cpsat) == []
     data = compile_instance(inst)

@@ -31,7 +31,7 @@ SPARK = PRODUCTION / "spark.yaml"
 KUBERAY = PRODUCTION / "kuberay-hami.yaml"
 KUBEFLOW = PRODUCTION / "kubeflow-web.yaml"
 ENGINES = ("greedy", "cpsat")
-OPTIONS = SolveOptions(time_limit=10, workers=1, seed=1)
+OPTIONS = SolveOptions.of(time_limit=10, workers=1, seed=1)
 
 
 def _tasks(instance: Instance, job: str) -> list[tuple[str, int, list[str]]]:

@@ -18,7 +18,7 @@ from models.instance import Instance
 from models.load import loads
 from models.resources import NVIDIA_GPU
 from models.workload import DeviceShare
-from optimizer.metrics import Metrics, evaluate
+from optimizer.metrics import Metrics, measure
 from optimizer.options import SolveOptions
 from optimizer.plan import Eviction, Pipelined, Placement, Plan
 from optimizer.solve import solve
@@ -46,8 +46,8 @@ def place(pod: str, node: str, *gpus: DeviceShare) -> Placement:
     return Placement(f"default/{pod}", node, tuple(gpus) if gpus else None)
 
 
-def measure(inst: Instance, *placements: Placement, **plan: object) -> Metrics:
-    return evaluate(inst, Plan(placements=placements, **plan))  # type: ignore[arg-type]
+def measured(inst: Instance, *placements: Placement, **plan: object) -> Metrics:
+    return measure(inst, Plan(placements=placements, **plan))  # type: ignore[arg-type]
 
 
 # -- GPU-equivalents ---------------------------------------------------------------------------
@@ -71,7 +71,7 @@ def test_two_shared_pods_on_one_card_count_half_a_gpu() -> None:
     40000 of 81920 MiB = 0.48828125. The card is half used, so it is partially used. cpu: 2 × 2
     of 16 cores = 0.25; memory 2 × 8Gi of 64Gi = 0.25."""
     share = DeviceShare("G0", 20000, 25)
-    m = measure(instance(ONE_A100), place("nb-nb-0", "n1", share), place("nb-nb-1", "n1", share))
+    m = measured(instance(ONE_A100), place("nb-nb-0", "n1", share), place("nb-nb-1", "n1", share))
     assert m.gpu_allocated == pytest.approx(0.5)
     assert m.gpu_total == 1
     assert m.gpu_allocation_ratio == pytest.approx(0.5)
@@ -87,7 +87,7 @@ def test_shared_pods_without_chosen_devices_count_by_their_request() -> None:
     """With ``gpus`` left open each pod counts nums × share_of(81920) = 1 × max(0.25, 0.244) =
     0.25, and 20000 MiB: 0.5 GPU, 40000 MiB, as when the devices are named. Both go on G0, the
     node's only card, which is then half used: one partially used GPU."""
-    m = measure(instance(ONE_A100), place("nb-nb-0", "n1"), place("nb-nb-1", "n1"))
+    m = measured(instance(ONE_A100), place("nb-nb-0", "n1"), place("nb-nb-1", "n1"))
     assert m.gpu_allocated == pytest.approx(0.5)
     assert m.gpu_memory_allocated == 40000
     assert m.gpus_partially_used == 1
@@ -103,7 +103,7 @@ def test_open_devices_are_packed_onto_the_most_used_card() -> None:
             "gpus: {count: 2, type: NVIDIA-A100, memory: 81920}",
         )
     )
-    m = measure(inst, place("nb-nb-0", "n1"), place("nb-nb-1", "n1"))
+    m = measured(inst, place("nb-nb-0", "n1"), place("nb-nb-1", "n1"))
     assert m.gpu_total == 2
     assert m.gpus_partially_used == 1
     assert m.gpu_free == pytest.approx(1.5)
@@ -132,7 +132,7 @@ def test_a_whole_gpu_counts_one_and_unhealthy_gpus_are_not_capacity() -> None:
     placed without devices also counts max(1.0, 1.0) = 1.0: 2.0 GPUs of 2 healthy (G2 is
     unhealthy) = ratio 1.0, memory 2 × 81920 of 163840 MiB. No card is partially used. Nothing
     is free, so free GPU and fragmentation are 0 and the rate is 0, not a division by zero."""
-    m = measure(instance(WHOLE_GPU), place("new-w-0", "n1"))
+    m = measured(instance(WHOLE_GPU), place("new-w-0", "n1"))
     assert m.gpu_allocated == pytest.approx(2.0)
     assert m.gpu_total == 2
     assert m.gpu_allocation_ratio == pytest.approx(1.0)
@@ -176,7 +176,7 @@ def test_job_states_and_pod_counters() -> None:
     half: 1 placed < 2 → pending. idle: only pipelined, which holds nothing → pending. shrunk:
     one of two evicted, 1 < 2 → pending. grow: 1 running + 1 placed ≥ 1, with a placement →
     admitted. So 2 admitted, 1 running, 3 pending; 4 placements, 1 eviction, 1 pipelined."""
-    m = measure(
+    m = measured(
         instance(JOBS),
         place("new-w-0", "n1"),
         place("new-w-1", "n1"),
@@ -192,7 +192,7 @@ def test_job_states_and_pod_counters() -> None:
 def test_a_plan_naming_an_unknown_node_is_refused() -> None:
     """Metrics do not guess at a node the instance lacks; the message names the pod."""
     with pytest.raises(ValueError, match="new-w-0"):
-        measure(instance(JOBS), place("new-w-0", "n9"))
+        measured(instance(JOBS), place("new-w-0", "n9"))
 
 
 # -- queues --------------------------------------------------------------------------------------
@@ -231,7 +231,7 @@ def test_deserved_satisfaction_with_flat_capacity() -> None:
     qa: allocated 1 GPU, requested 1 + 2 pending = 3 GPUs, share 1/2. qb: allocated 1,
     requested 1, share 1/2. Satisfaction = (min(1,2)/2 + min(1,2)/2) / (min(3,2)/2 +
     min(1,2)/2) = (0.5 + 0.5) / (1 + 0.5) = 2/3."""
-    m = measure(instance(TWO_QUEUES), place("ja-w-0", "n1"), place("jb-w-0", "n1"))
+    m = measured(instance(TWO_QUEUES), place("ja-w-0", "n1"), place("jb-w-0", "n1"))
     rows = {q.queue: q for q in m.queues}
     assert list(rows) == ["qa", "qb"]
     qa, qb = rows["qa"], rows["qb"]
@@ -251,7 +251,7 @@ def test_deserved_satisfaction_with_proportion() -> None:
     deserved = request for both, on cpu, memory and GPU. qa holds a third of each: 3 terms of
     1/3 over 3 terms of 1; qb holds all: 3 over 3. Satisfaction = (1 + 3) / (3 + 3) = 2/3;
     shares: qa 1/3, qb 1."""
-    m = measure(instance(TWO_QUEUES, scheduler=""), place("ja-w-0", "n1"), place("jb-w-0", "n1"))
+    m = measured(instance(TWO_QUEUES, scheduler=""), place("ja-w-0", "n1"), place("jb-w-0", "n1"))
     rows = {q.queue: q for q in m.queues}
     assert rows["qa"].deserved == rows["qa"].requested
     assert rows["qb"].deserved == rows["qb"].requested
@@ -269,7 +269,7 @@ def test_hierarchical_capacity_reports_ancestors_with_subtree_sums() -> None:
     body = TWO_QUEUES.replace(QUEUES_FLAT, QUEUES_TREE).replace("queue: qa", "queue: team-a")
     body = body.replace("queue: qb", "queue: team-b")
     scheduler = CAPACITY.replace("{name: capacity}", "{name: capacity, enableHierarchy: true}")
-    m = measure(instance(body, scheduler), place("ja-w-0", "n1"), place("jb-w-0", "n1"))
+    m = measured(instance(body, scheduler), place("ja-w-0", "n1"), place("jb-w-0", "n1"))
     rows = {q.queue: q for q in m.queues}
     assert list(rows) == ["root", "research", "team-a", "team-b"]
     research = rows["research"]
@@ -317,7 +317,7 @@ def test_lca_tiers_on_a_rack_spine_tree() -> None:
     Lowest tier that could hold each: j0 needs 4 cpu, one 16-cpu node does → 0 = its tier ✓.
     j1 needs 4 cpu too → 0, but it sits at 1 ✗. j2 needs 20 cpu > 16, a rack has 32 → 1, but
     it sits at 2 ✗. Share 1/3."""
-    m = measure(
+    m = measured(
         instance(RACKS),
         place("j0-w-0", "n1"),
         place("j0-w-1", "n1"),
@@ -337,7 +337,7 @@ def test_jobs_too_big_for_a_node_or_a_rack_are_at_their_lowest_tier() -> None:
     """j2 (20 cpu) on n1, n2: no node holds 20, rack-1 (32) does → lowest 1, and it sits in
     rack-1 (tier 1) ✓. wide (4 × 10 = 40 cpu) on n1..n4: no rack (32) holds it, spine-1 (64)
     does → lowest 2, and it spans both racks (tier 2) ✓. Share 2/2 = 1; mean (1+2)/2 = 1.5."""
-    m = measure(
+    m = measured(
         instance(RACKS),
         place("j2-w-0", "n1"),
         place("j2-w-1", "n2"),
@@ -372,7 +372,7 @@ def test_lowest_tier_counts_whole_cards_not_time_slices() -> None:
     Two 8-GPU pods need 16 whole cards: no node has them (8 each), rack-1 does (16) → the
     lowest tier is 1, and the gang on g1 + g2 sits at tier 1 ✓ (share 1). Counting
     time-slices would wrongly say one node holds both (16 ≤ 80) → lowest tier 0 and share 0."""
-    m = measure(
+    m = measured(
         instance(GPU_RACK),
         place("gang-w-0", "g1", *(DeviceShare(f"GPU-g1-{i}", 81920, 100) for i in range(8))),
         place("gang-w-1", "g2", *(DeviceShare(f"GPU-g2-{i}", 81920, 100) for i in range(8))),
@@ -405,7 +405,7 @@ def test_fragmentation_against_a_mix_of_8_gpu_and_1_gpu_demand() -> None:
     with 8 and a 1-GPU pod with 1, p = ⅓ each (three shapes, ⅔ < 95 %: all kept). The 8-GPU task
     needs 8 GPUs with ≥ 1000 milli free and only 7 have it, so all 7000 free milli count; the
     1-GPU tasks fit and no free GPU has < 1000 free, so 0 counts. ⅓ · 7 = 2.333 GPU, rate ⅓."""
-    m = measure(instance(EIGHT_GPUS))
+    m = measured(instance(EIGHT_GPUS))
     assert m.gpu_free == pytest.approx(7.0)
     assert m.fragmentation == pytest.approx(7 / 3)
     assert m.fragmentation_rate == pytest.approx(1 / 3)
@@ -418,10 +418,10 @@ def test_fragmentation_reads_the_given_typical_mix() -> None:
     inst = instance(EIGHT_GPUS)
     eight, half = TypicalTask(1000, 1000, 8), TypicalTask(1000, 500, 1)
     plan = Plan()
-    assert evaluate(inst, plan, (eight,)).fragmentation == pytest.approx(7.0)
-    assert evaluate(inst, plan, (half,)).fragmentation == pytest.approx(0.0)
+    assert measure(inst, plan, (eight,)).fragmentation == pytest.approx(7.0)
+    assert measure(inst, plan, (half,)).fragmentation == pytest.approx(0.0)
     mix = (replace(eight, weight=0.5), replace(half, weight=0.5))
-    assert evaluate(inst, plan, mix).fragmentation == pytest.approx(3.5)
+    assert measure(inst, plan, mix).fragmentation == pytest.approx(3.5)
 
 
 def test_solve_reports_fragmentation_against_the_mix_the_options_give() -> None:
@@ -430,7 +430,7 @@ def test_solve_reports_fragmentation_against_the_mix_the_options_give() -> None:
     goes to the small pod and 6 × 1000 stay free, all fragment); without a mix, the
     instance's own (⅓ · 6 = 2)."""
     inst = instance(EIGHT_GPUS)
-    given = solve(inst, "greedy", SolveOptions(typical_mix=(TypicalTask(1000, 1000, 8),)))
+    given = solve(inst, "greedy", SolveOptions.of(typical_mix=(TypicalTask(1000, 1000, 8),)))
     own = solve(inst, "greedy")
     assert given.metrics["gpu_free"] == pytest.approx(6.0)
     assert given.metrics["fragmentation"] == pytest.approx(6.0)
@@ -477,7 +477,7 @@ def test_fragmentation_on_a_half_used_gpu(request_: str, expected: float) -> Non
     free. The mix is both pods, p = ½ each: the running 50 % share with 1 core fits on either
     GPU and counts 0, the pending pod counts the amount beside its request; F is half that."""
     body = HALF_USED.replace("REQUEST", request_)
-    m = measure(instance(body))
+    m = measured(instance(body))
     assert m.gpu_free == pytest.approx(1.5)
     assert m.gpus_partially_used == 1
     assert m.fragmentation == pytest.approx(expected / 2)
@@ -490,10 +490,10 @@ def test_fragmentation_ignores_unhealthy_gpus() -> None:
     placed on G1 nothing healthy is free, so 0 again (G2 would count 1.0 if it were free
     capacity)."""
     inst = instance(WHOLE_GPU)
-    before = measure(inst)
+    before = measured(inst)
     assert before.gpu_free == pytest.approx(1.0)
     assert before.fragmentation == 0.0
-    after = measure(inst, place("new-w-0", "n1", DeviceShare("G1", 81920, 100)))
+    after = measured(inst, place("new-w-0", "n1", DeviceShare("G1", 81920, 100)))
     assert (after.gpu_free, after.fragmentation, after.fragmentation_rate) == (0.0, 0.0, 0.0)
 
 
@@ -556,7 +556,7 @@ def tdm_instance(window: str, now: str) -> Instance:
 def test_tdm_counters(window: str, now: str, evicted: int) -> None:
     """Five bound pods sit on n2 (zone rz1): long, edge, short, nodur, pinned; normal is on n1.
     The evicted count per case is worked beside it."""
-    m = measure(tdm_instance(window, now))
+    m = measured(tdm_instance(window, now))
     assert m.pods_on_revocable_nodes == 5
     assert m.pods_evicted_at_window_close == evicted
 
@@ -564,7 +564,7 @@ def test_tdm_counters(window: str, now: str, evicted: int) -> None:
 def test_evicted_pods_are_not_on_revocable_nodes_any_more() -> None:
     """Evicting long removes it from n2: 4 pods remain there, and the one that would have
     outlived the window is gone, so 0 are evicted at window close."""
-    m = measure(
+    m = measured(
         tdm_instance("08:00-21:00", "2026-11-30T14:00:00Z"),
         evictions=(Eviction("default/long-w-0", "n2"),),
     )
@@ -579,7 +579,7 @@ def test_frames_and_dict() -> None:
     queues and job_lca_tiers); queues_frame has the two queues of TWO_QUEUES, qa's GPU columns
     in GPUs (1 allocated, 2 deserved, 3 requested). as_dict survives JSON and a plan's YAML, with
     amounts as Kubernetes quantities."""
-    m = measure(instance(TWO_QUEUES), place("ja-w-0", "n1"), place("jb-w-0", "n1"))
+    m = measured(instance(TWO_QUEUES), place("ja-w-0", "n1"), place("jb-w-0", "n1"))
     frame = m.to_frame()
     assert frame.shape == (1, 26)
     assert list(frame.columns) == list(m.scalars())

@@ -34,7 +34,7 @@ from optimizer.plan import Plan
 from optimizer.verify import format_violations, verify
 
 GREEDY_SEEDS = (0, 1, 7)
-CPSAT_OPTIONS = SolveOptions(time_limit=2, workers=1, deterministic=True, quiet=True)
+CPSAT_OPTIONS = SolveOptions.of(time_limit=2, workers=1, deterministic=True)
 SLOW = [HealthCheck.too_slow]
 
 
@@ -267,8 +267,8 @@ def test_fragmentation_stage_in_the_model_is_its_value_of_the_plan(
     tasks = [*instance_mix(instance), *extra]
     total = sum(t.weight for t in tasks)
     mix = tuple(dataclasses.replace(t, weight=t.weight / total) for t in tasks)
-    options = dataclasses.replace(
-        CPSAT_OPTIONS, weights={"fragmentation": 1}, typical_mix=mix, objective="weighted"
+    options = CPSAT_OPTIONS.replaced(
+        weights={"fragmentation": 1}, typical_mix=mix, objective="weighted"
     )
     floor = greedy.solve(instance, 0)
     for plan in (floor, cpsat.solve(instance, options, floor)):

@@ -171,7 +171,7 @@ def _simulated(tmp_path: Path, spot_type: str) -> dict[str, Any]:
     nodes = NODE_HEADER + "H800,8,128,1\n"
     jobs = JOB_HEADER + f"s1,1,H800,16,8,1,0,1000,{spot_type}\nh1,1,H800,16,8,1,10,100,HP\n"
     doc = _import(tmp_path, nodes, jobs)
-    run = simulate(from_dict(doc, "spot.yaml"), "greedy", SolveOptions(quiet=True))
+    run = simulate(from_dict(doc, "spot.yaml"), "greedy", SolveOptions())
     return {r.job.split("/")[1]: r for r in run.jobs}
 
 

@@ -58,8 +58,8 @@ def offline(
         "jobs": [job_doc(t) for t in gpu_tasks],
     }
     instance = from_dict(doc, "alibaba-offline")
-    options = SolveOptions(
-        time_limit=time_limit, seed=seed, weights=OFFLINE_WEIGHTS, quiet=True, strategy="monolithic"
+    options = SolveOptions.of(
+        time_limit=time_limit, seed=seed, weights=OFFLINE_WEIGHTS, strategy="monolithic"
     )
     plan = solve(instance, "cpsat", options)
     milli = {f"{t.name}-task-0": t.gpu_request for t in gpu_tasks}

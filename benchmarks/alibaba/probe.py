@@ -20,7 +20,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +83,7 @@ def probe(
     state = new_state(nodes, trace_mix(tasks), drawn.node_rank, seed)
     builder = BatchInstances(nodes)
     fgd = Fgd()
-    options = replace(engine_options(tasks, batch), parameters=parameters)
+    options = engine_options(tasks, batch).replaced(parameters=parameters)
     out: list[Probe] = []
     done = 0
     for at in sorted(points):
@@ -104,7 +104,8 @@ def probe(
         plan = solve(
             instance,
             batch.engine,
-            replace(options, start=builder.plan(instance, tasks_of, lookahead)),
+            options.replaced(start=builder.plan(instance, tasks_of, lookahead)),
+            reasons=False,
         )
         seconds = time.perf_counter() - began
         engine = builder.choices(instance, plan, tasks_of)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -174,7 +174,7 @@ class BatchOptions:
     """Each task may go only to its own shape's nodes (a required node affinity in the
     batch's instance); otherwise to every node of the batch's instance."""
     bound: bool = True
-    """One CP-SAT worker solves the whole model for a bound (``SolveOptions.bound``), as in
+    """One CP-SAT worker solves the whole model for a bound (``SearchOptions.bound``), as in
     ``vcopt solve``. The replay reads no bound, but giving that worker to the neighbourhood
     search (``False``) saved more fragmentation per batch and still placed less over six seeds
     (docs/BENCHMARKS.md)."""
@@ -203,7 +203,7 @@ def _solve_child(
     engine: str,
     options: SolveOptions,
 ) -> None:
-    plan = solve(instance, engine, options)
+    plan = solve(instance, engine, options, reasons=False)
     info = plan.solver
     status = info.status.value if info else Status.FEASIBLE.value
     out.send((builder.choices(instance, plan, batch), status, bool(info and info.fallback)))
@@ -269,7 +269,7 @@ def run_batched(
         began = time.perf_counter()
         lookahead = fgd_lookahead(state, batch, fgd)
         instance = batch_instance(builder, state, batch, lookahead, fgd, per_shape, copies, pin)
-        batch_options = replace(options, start=builder.plan(instance, batch, lookahead))
+        batch_options = options.replaced(start=builder.plan(instance, batch, lookahead))
         solved = solve_apart(builder, instance, batch, engine, batch_options)
         choices, status, kept = solved or (lookahead, "CRASHED", True)
         for j, (task, choice) in enumerate(zip(batch, choices, strict=True)):
@@ -295,8 +295,9 @@ def run_batched(
 
 def engine_options(tasks: Sequence[TraceTask], batch: BatchOptions) -> SolveOptions:
     """The options each batch's ``vcopt solve`` runs with (typical mix from ``tasks``, the
-    original list)."""
-    return SolveOptions(
+    original list). The batches' solves name no pending reasons (``_solve_child``): the replay
+    reads only placements."""
+    return SolveOptions.of(
         time_limit=batch.time_limit,
         workers=batch.workers,
         seed=batch.seed,
@@ -304,8 +305,6 @@ def engine_options(tasks: Sequence[TraceTask], batch: BatchOptions) -> SolveOpti
         objective=REPLAY_OBJECTIVE,
         strategy=REPLAY_STRATEGY,
         typical_mix=trace_mix(tasks, batch.mix_coverage),
-        quiet=True,
-        reasons=False,
         bound=batch.bound,
     )
 

@@ -28,15 +28,19 @@ ranked by free room for the average pending pod +0.13 %, adaptive rounds aimed b
 relaxation +0.63 %; on the generated L cluster, the fixed large rounds lost half the gain of
 one-part rounds (+8.7 % against +15.1 %), which the adaptive size keeps (+15.3 %).
 
-Rounds run one after another in this process: CP-SAT already uses the workers the user gives
-it, and on the small machines vcopt targets, parallel sub-solves would only share those cores.
+Rounds run one after another in this process by default: CP-SAT already uses the workers the
+user gives it, and on the small machines vcopt targets, parallel sub-solves would only share
+those cores. With a Dask scheduler (``round_runner.py``) a batch of rounds — one per worker
+thread, on disjoint parts, no job freed twice — is solved side by side, each from the plan
+before the batch; the answers are merged in the batch's order, and an answer merged after
+another of its batch is kept only when the whole plan still verifies.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
@@ -47,14 +51,12 @@ from ..budget import Budget, TimeUp
 from ..options import SolveOptions
 from ..plan import Plan
 from ..progress import Progress
-from ..result import Status
+from ..verify import verify
 from .compile.data import Compiled
 from .compile.view import View, merge, view_of
 from .model.objective import StageValues, evaluate
 from .relaxation import Relaxation
-from .search import CpsatModel
-from .solution.expand import expand
-from .solution.extract import plan_from
+from .round_runner import RoundTask, Runner, runner_for
 
 PART_PAIRS = 6_000
 """(group, class) pairs of a part when every pending group could go there: parts are cut at
@@ -146,7 +148,23 @@ class _Rounds:
         else:
             self.size = max(1, self.size // 2)
 
-    def view(self, classes: Sequence[int]) -> View:
+    def batch(self, width: int) -> list[View]:
+        """The views of the next ``width`` rounds, solved side by side: on disjoint parts
+        (a batch ends early rather than open a part twice), and no job freed twice."""
+        views: list[View] = []
+        used: set[int] = set()
+        taken: set[str] = set()
+        for _ in range(width):
+            classes = self.classes()
+            if used.intersection(classes):
+                break
+            used.update(classes)
+            views.append(self.view(classes, frozenset(taken)))
+            taken |= views[-1].free_jobs
+        return views
+
+    def view(self, classes: Sequence[int], taken: frozenset[str] = frozenset()) -> View:
+        """The round that opens ``classes``, freeing no job of ``taken``."""
         full, instance = self.full, self.instance
         open_classes = set(classes)
         nodes = frozenset(n for c in classes for n in full.classes[c].nodes)
@@ -164,6 +182,8 @@ class _Rounds:
             if not inside:
                 continue
             for job in self.jobs_of_group[g.index]:
+                if job in taken:
+                    continue
                 placed = job_nodes.get(job)
                 if placed is None:
                     worth = full.weights[job] * g.value
@@ -215,48 +235,80 @@ def improve(
     progress: Progress,
     baseline: StageValues,
     relaxation: Relaxation | None = None,
+    runner: Runner | None = None,
+    max_batches: int | None = None,
 ) -> Outcome:
-    """Rounds over the parts until the budget (less ``tail``) is spent; a linear
-    ``relaxation`` of the snapshot aims the first pass."""
+    """Rounds over the parts until the budget (less ``tail``) is spent, or ``max_batches``
+    batches have run (a reproducible run: the same rounds from the same seed); a linear
+    ``relaxation`` of the snapshot aims the first pass. ``runner`` solves the rounds (by
+    default the options' Dask scheduler, or this process one round at a time)."""
+    if runner is None:
+        with runner_for(instance, options) as runner:
+            return improve(
+                instance,
+                options,
+                start,
+                full,
+                score,
+                budget,
+                tail,
+                progress,
+                baseline,
+                relaxation,
+                runner,
+                max_batches,
+            )
     parts = parts_of(full)
-    state = _Rounds(full, start, parts, options.seed, relaxation)
+    state = _Rounds(full, start, parts, options.search.seed, relaxation)
     values = evaluate(full, start)
-    round_options = replace(options, objective="weighted", strategy="monolithic")
-    rounds = improved = idle = 0
+    round_options = options.replaced(objective="weighted", strategy="monolithic")
+    rounds = improved = idle = batches = 0
     interrupted = False
     while budget.search_seconds(tail) >= MIN_ROUND and idle < len(parts):
-        view = state.view(state.classes())
-        rounds += 1
+        if max_batches is not None and batches == max_batches:
+            break
+        batches += 1
+        views = state.batch(runner.width)
+        rounds += len(views)
         delta = (values.work - baseline.work) / max(1, abs(baseline.work))
         progress.phase(f"LNS round {rounds}", f"({len(parts)} parts, work {delta:+.1%} vs greedy)")
-        if not view.free_jobs:
+        live = [v for v in views if v.free_jobs]
+        if not live:
             # Every part in turn without a job to decide: nothing is left to improve.
-            idle += 1
+            idle += len(views)
             continue
         idle = 0
+        seconds = min(budget.search_seconds(tail), max(MIN_ROUND, budget.limit / (2 * len(parts))))
+        tasks = [RoundTask(view, state.plan, seconds) for view in live]
         try:
-            model = CpsatModel(
-                instance, round_options, check=partial(budget.check, tail), view=view
+            answers = runner.run(
+                round_options,
+                tasks,
+                progress,
+                partial(budget.check, tail),
+                budget.remaining() - tail,
             )
         except TimeUp:
             break
-        hint = model.hint_plan(state.plan)
-        seconds = min(budget.search_seconds(tail), max(MIN_ROUND, budget.limit / (2 * len(parts))))
-        result = model.search(hint, seconds, progress)
-        exhausted = all(s == Status.OPTIMAL for s in result.statuses.values())
-        if result.values is None:
-            state.adapt(False, exhausted)
-            continue
-        expansion = expand(model.vars, result.values)
-        answer = plan_from(model.vars, result.values, expansion, instance, options.seed)
-        merged = merge(state.plan, view, answer, instance)
-        merged_values = evaluate(full, merged)
-        better = score(merged_values) > score(values)
-        if better:
-            state.plan, values = merged, merged_values
-            improved += 1
-        state.adapt(better, exhausted and not expansion.failed_classes)
-        if result.interrupted:
-            interrupted = True
+        if not answers:
+            break  # the batch did not come back within the budget
+        batch_base = state.plan
+        for view, answer in zip(live, answers, strict=False):
+            interrupted = interrupted or answer.interrupted
+            if answer.plan is None:
+                state.adapt(False, answer.exhausted)
+                continue
+            merged = merge(state.plan, view, answer.plan, instance)
+            merged_values = evaluate(full, merged)
+            better = score(merged_values) > score(values)
+            if better and state.plan is not batch_base and verify(instance, merged):
+                # Solved beside a round already merged: together they may break a rule
+                # neither broke alone (a quota, an eviction cap, anti-affinity across parts).
+                better = False
+            if better:
+                state.plan, values = merged, merged_values
+                improved += 1
+            state.adapt(better, answer.exhausted)
+        if interrupted:
             break
     return Outcome(state.plan, values, rounds, improved, len(parts), interrupted)

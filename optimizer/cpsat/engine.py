@@ -25,8 +25,7 @@ from models.tdm import SHUFFLE_REASON
 
 from ..budget import Budget, TimeUp
 from ..disruption import breaches
-from ..metrics import Metrics
-from ..metrics import evaluate as measure
+from ..metrics import Metrics, measure
 from ..options import ALL_STAGES, STAGES, SolveOptions
 from ..plan import ADMITTED, Plan, SolverInfo
 from ..progress import Progress
@@ -86,8 +85,8 @@ def pairs(data: Compiled) -> int:
 def strategy_for(options: SolveOptions, data: Compiled) -> str:
     """``auto`` becomes ``hybrid`` (one model, then rounds) while one model stays small
     enough, ``decompose`` beyond."""
-    if options.strategy != "auto":
-        return options.strategy
+    if options.search.strategy != "auto":
+        return options.search.strategy
     return "hybrid" if pairs(data) <= MONOLITHIC_PAIRS else "decompose"
 
 
@@ -137,16 +136,16 @@ class _Solve:
         started = budget.elapsed()
         self.full = compile_instance(
             instance,
-            tdm_lookahead=options.tdm_lookahead,
-            aggregate=options.aggregate,
+            tdm_lookahead=options.objective.tdm_lookahead,
+            aggregate=options.search.aggregate,
             typical=typical_for(instance, options),
         )
         self.tail = max(self.tail, TAIL_PER_TABLES * (budget.elapsed() - started))
-        self.active = options.active_stages
+        self.active = options.objective.active_stages
         self.reported = [s for s in ALL_STAGES if s in STAGES or s in self.active]
         self.scales, self.dropped = weighted_scales(self.full, options, self.active)
         self.score = Ranking(
-            tuple(self.active), self.scales if options.objective == "weighted" else None
+            tuple(self.active), self.scales if options.objective.kind == "weighted" else None
         ).score
         self.greedy_values = evaluate(self.full, greedy)
         # Volcano evicts only to pipeline the beneficiaries (nothing binds on the released room
@@ -230,7 +229,9 @@ class _Solve:
                 raise _NoPlan(*self.no_solution(model, search))
             self.progress.phase("expand")
             expansion = expand(model.vars, search.values)
-            plan = plan_from(model.vars, search.values, expansion, self.instance, self.options.seed)
+            plan = plan_from(
+                model.vars, search.values, expansion, self.instance, self.options.search.seed
+            )
             values = evaluate(self.full, plan)
             if best is None or self.score(values) > self.score(best[0].values):
                 best = (self.result(model, search, expansion, plan, values, searches), expansion)
@@ -361,7 +362,7 @@ class _Solve:
             work = relaxation.bound
             notes.append("work bound from the linear relaxation")
             result.bounds = StageBounds(tuple(self.active), proved={"work": work})
-            if self.options.objective == "lexicographic":
+            if self.options.objective.kind == "lexicographic":
                 result.objective, result.bound = float(outcome.values.work), work
         return result
 
@@ -399,7 +400,7 @@ class _Solve:
             objective=result.objective,
             bound=result.bound,
             gap=_gap(result.bound, result.objective),
-            workers=self.options.workers,
+            workers=self.options.search.workers,
             stages={s: float(x) for s, x in result.values.as_dict(self.active).items()},
             stage_bounds=result.bounds.for_plan(result.values) if result.bounds else {},
             variables=result.variables,
@@ -449,7 +450,7 @@ class _Solve:
             objective=objective,
             bound=bound,
             gap=_gap(bound, objective),
-            workers=self.options.workers,
+            workers=self.options.search.workers,
             stages={k: float(x) for k, x in self.greedy_values.as_dict(self.reported).items()},
             stage_bounds=bounds.for_plan(self.greedy_values) if bounds else {},
             variables=result.variables if result else None,
@@ -518,8 +519,8 @@ def solve(
     progress: Progress | None = None,
 ) -> Plan:
     """The CP-SAT plan for ``instance``; never worse than ``greedy`` on the objective."""
-    budget = budget or Budget(options.time_limit)
-    progress = progress or Progress(options.time_limit)
+    budget = budget or Budget(options.search.time_limit)
+    progress = progress or Progress(options.search.time_limit)
     run = _Solve(instance, options, greedy, budget, progress)
     strategy = strategy_for(options, run.full)
     steps = {"monolithic": run.monolithic, "hybrid": run.hybrid, "decompose": run.decompose}

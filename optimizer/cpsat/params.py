@@ -34,11 +34,11 @@ def parameters(
 ) -> None:
     """``step_terms``: the model holds the fragmentation stage's per-device terms."""
     p = solver.parameters
-    p.num_workers = options.workers
-    p.random_seed = options.seed
-    p.relative_gap_limit = options.gap
+    p.num_workers = options.search.workers
+    p.random_seed = options.search.seed
+    p.relative_gap_limit = options.search.gap
     p.max_time_in_seconds = max(seconds, 0.001)
-    if options.deterministic:
+    if options.search.deterministic:
         p.interleave_search = True
         p.max_deterministic_time = max(seconds * DETERMINISTIC_RATE, 0.01)
     if num_vars > LARGE_MODEL:
@@ -47,7 +47,7 @@ def parameters(
         p.symmetry_level = 0
     if step_terms:
         p.cp_model_presolve = STEP_TERMS_PRESOLVE
-    if not options.bound:
+    if not options.search.bound:
         p.use_lns_only = True
-    for name, value in options.parameters.items():
+    for name, value in options.search.parameters.items():
         setattr(p, name, value)

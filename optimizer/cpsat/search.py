@@ -118,8 +118,8 @@ class CpsatModel(Solvable):
         self.options = options
         self.data: Compiled = data or compile_instance(
             instance,
-            tdm_lookahead=options.tdm_lookahead,
-            aggregate=options.aggregate,
+            tdm_lookahead=options.objective.tdm_lookahead,
+            aggregate=options.search.aggregate,
             split=split,
             view=view,
             typical=typical_for(instance, options),
@@ -132,11 +132,11 @@ class CpsatModel(Solvable):
             family(self.model, self.vars, self.data)
         eviction_caps(self.model, self.vars, self.data, options)
         check()
-        self.active = options.active_stages
+        self.active = options.objective.active_stages
         self.stages = stage_expressions(self.model, self.vars, self.data, self.active)
         self.scales, self.dropped = weighted_scales(self.data, options, self.active)
         self.score = Ranking(
-            tuple(self.active), self.scales if options.objective == "weighted" else None
+            tuple(self.active), self.scales if options.objective.kind == "weighted" else None
         ).score
 
     @property
@@ -177,7 +177,7 @@ class CpsatModel(Solvable):
 
     def objectives(self) -> list[tuple[str, Expr]]:
         """What each sequential solve maximises."""
-        if self.options.objective == "weighted":
+        if self.options.objective.kind == "weighted":
             return [("weighted", sum(self.scales[s] * self.stages[s] for s in self.scales))]
         return [(s, self.stages[s]) for s in self.active]
 
@@ -186,7 +186,7 @@ class CpsatModel(Solvable):
         if not search.proved:
             return None
         order = tuple(self.active)
-        if self.options.objective == "weighted":
+        if self.options.objective.kind == "weighted":
             return StageBounds(order, weighted=search.proved["weighted"], scales=self.scales)
         return StageBounds(order, proved=dict(search.proved), held=dict(search.held))
 
@@ -226,7 +226,7 @@ class CpsatModel(Solvable):
                 continue
             later = len(objectives) - position - 1
             available = budget.remaining() - overhead * later
-            if options.deterministic:
+            if options.search.deterministic:
                 stage_seconds = min(seconds * shares[position] / sum(shares), available)
             else:
                 stage_seconds = budget.share(available, shares, position)
@@ -277,7 +277,7 @@ class CpsatModel(Solvable):
         best = list(solver.response_proto.solution)
         current = self.vars.complete({v.index: best[v.index] for v in self.vars.core()})
         result.values = current
-        if self.options.bound:
+        if self.options.search.bound:
             proved = value_of(expr, best) if optimal else solver.best_objective_bound
             result.proved[name] = proved
             if first:
@@ -293,15 +293,15 @@ def weighted_scales(
     """Per-stage multipliers of the weighted objective: each stage's scale exceeds the whole
     span of the stages after it, so the sum is lexicographic (times the user's weights). Stages
     are dropped from the end while the sum would not fit in int64."""
-    if options.objective != "weighted":
+    if options.objective.kind != "weighted":
         return {}, []
     kept = list(active)
     while kept:
         scales: dict[str, int] = {}
         scale = 1
         for stage in reversed(kept):
-            scales[stage] = scale * options.weight(stage)
-            scale *= stage_span(data, stage) * options.weight(stage) + 1
+            scales[stage] = scale * options.objective.weight(stage)
+            scale *= stage_span(data, stage) * options.objective.weight(stage) + 1
         if scale < INT64_HEADROOM:
             return {s: scales[s] for s in kept}, [s for s in active if s not in kept]
         kept.pop()

@@ -218,7 +218,7 @@ def capacity(
         raise InputError([Problem("no such queue", f'Queue "{queue}"', "queue")])
     if like is not None and like not in instance.node_by_name:
         raise InputError([Problem("no such node", f'Node "{like}"', "node-like")])
-    options = options or SolveOptions(time_limit=10.0, quiet=True)
+    options = options or SolveOptions.of(time_limit=10.0)
     plan = plan or plan_of(instance, engine, options)
     jobs = pending_jobs(instance, plan, queue)
     out = Capacity(queue, [j.key for j in jobs], like, engine=engine)

@@ -247,7 +247,7 @@ def explain(
     from ..reasons.position import queue_positions
 
     target = find_job(instance, job)
-    options = options or SolveOptions(time_limit=RESOLVE_SECONDS, quiet=True)
+    options = options or SolveOptions.of(time_limit=RESOLVE_SECONDS)
     plan = plan or plan_of(instance, engine, options)
     decision = plan.job(target.key)
     status = decision.status if decision is not None else PENDING

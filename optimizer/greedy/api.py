@@ -22,7 +22,10 @@ from models.resources import CPU, MEMORY, PODS, Resources
 from models.workload import DeviceShare, Job, Pod, Task
 
 
-class Status(Enum):
+class TaskStatus(Enum):
+    """A pod's state within one session (``api.TaskStatus``), not a solve's outcome
+    (``optimizer.result.Status``)."""
+
     PENDING = "Pending"
     ALLOCATED = "Allocated"
     PIPELINED = "Pipelined"
@@ -34,10 +37,12 @@ class Status(Enum):
     FAILED = "Failed"
 
 
-ALLOCATED_STATUSES = frozenset({Status.BOUND, Status.BINDING, Status.RUNNING, Status.ALLOCATED})
+ALLOCATED_STATUSES = frozenset(
+    {TaskStatus.BOUND, TaskStatus.BINDING, TaskStatus.RUNNING, TaskStatus.ALLOCATED}
+)
 """``api.AllocatedStatus``: tasks that hold node resources."""
-READY_STATUSES = ALLOCATED_STATUSES | {Status.SUCCEEDED}
-PREEMPTABLE_STATUSES = frozenset({Status.BOUND, Status.RUNNING})
+READY_STATUSES = ALLOCATED_STATUSES | {TaskStatus.SUCCEEDED}
+PREEMPTABLE_STATUSES = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 
 
 POD_DIM = 2
@@ -119,7 +124,7 @@ class TaskInfo:
     index: int
     resreq: list[int]
     init_resreq: list[int]
-    status: Status
+    status: TaskStatus
     node: str = ""
     priority: int = 0
     role: str = ""
@@ -212,7 +217,7 @@ class JobInfo:
     def namespace(self) -> str:
         return self.job.namespace
 
-    status_counts: dict[Status, int] = field(default_factory=dict)
+    status_counts: dict[TaskStatus, int] = field(default_factory=dict)
     """Tasks per status, kept by :meth:`set_status`: gang asks for them at every placement,
     and counting the tasks each time would be quadratic in the size of the job."""
     pending_best_effort: int = 0
@@ -226,20 +231,20 @@ class JobInfo:
 
     def _tally(self, task: TaskInfo, sign: int) -> None:
         self.status_counts[task.status] = self.status_counts.get(task.status, 0) + sign
-        if task.status is Status.PENDING and task.best_effort:
+        if task.status is TaskStatus.PENDING and task.best_effort:
             self.pending_best_effort += sign
 
-    def set_status(self, task: TaskInfo, status: Status) -> None:
+    def set_status(self, task: TaskInfo, status: TaskStatus) -> None:
         """Change the status of one of the job's tasks (the only place statuses change)."""
         self._tally(task, -1)
         task.status = status
         self._tally(task, 1)
         self.status_changes += 1
 
-    def count(self, statuses: frozenset[Status] | set[Status]) -> int:
+    def count(self, statuses: frozenset[TaskStatus] | set[TaskStatus]) -> int:
         return sum(self.status_counts.get(s, 0) for s in statuses)
 
-    def tasks_with(self, status: Status) -> list[TaskInfo]:
+    def tasks_with(self, status: TaskStatus) -> list[TaskInfo]:
         return [t for t in self.tasks.values() if t.status is status]
 
     @property
@@ -248,7 +253,7 @@ class JobInfo:
 
     @property
     def waiting_task_num(self) -> int:
-        return self.count({Status.PIPELINED})
+        return self.count({TaskStatus.PIPELINED})
 
     @property
     def pending_best_effort_num(self) -> int:
@@ -269,7 +274,7 @@ class JobInfo:
 
     def valid_task_num(self) -> int:
         """Tasks that count towards gang validity: allocated, succeeded, pipelined, pending."""
-        valid = READY_STATUSES | {Status.PIPELINED, Status.PENDING}
+        valid = READY_STATUSES | {TaskStatus.PIPELINED, TaskStatus.PENDING}
         return self.count(valid)
 
     @property
@@ -346,11 +351,11 @@ class NodeInfo:
         """``NodeInfo.AddTask`` for the task's current status."""
         self.touch()
         self.tasks[task.uid] = task
-        if task.status is Status.PIPELINED:
+        if task.status is TaskStatus.PIPELINED:
             self.pipelined = vadd(self.pipelined, task.resreq)
         else:
             self.used = vadd(self.used, task.resreq)
-            if task.status is Status.RELEASING:
+            if task.status is TaskStatus.RELEASING:
                 self.releasing = vadd(self.releasing, task.resreq)
 
     def remove_task(self, task: TaskInfo) -> None:
@@ -359,11 +364,11 @@ class NodeInfo:
         if stored is None:
             return
         self.touch()
-        if task.status is Status.PIPELINED:
+        if task.status is TaskStatus.PIPELINED:
             self.pipelined = vsub(self.pipelined, task.resreq)
         else:
             self.used = vsub(self.used, task.resreq)
-            if task.status is Status.RELEASING:
+            if task.status is TaskStatus.RELEASING:
                 self.releasing = vsub(self.releasing, task.resreq)
 
 

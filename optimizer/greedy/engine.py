@@ -30,9 +30,9 @@ from ..plan import (
     Plan,
     SolverInfo,
 )
-from ..result import Status as SolveStatus
+from ..result import Status
 from .actions import allocate, backfill, enqueue, preempt, reclaim, shuffle
-from .api import JobInfo, Status, TaskInfo
+from .api import JobInfo, TaskInfo, TaskStatus
 from .plugins import REGISTRY
 from .session import Session
 
@@ -46,9 +46,9 @@ ACTIONS: dict[str, Callable[[Session], None]] = {
 }
 """Every action the configuration loader accepts (``KNOWN_ACTIONS``), by name."""
 
-HELD = frozenset({Status.PIPELINED, Status.ALLOCATED})
+HELD = frozenset({TaskStatus.PIPELINED, TaskStatus.ALLOCATED})
 """Statuses of pods placed in the session but not bound: a commit turns Allocated into Binding."""
-BOUND = frozenset({Status.BINDING, Status.BOUND, Status.RUNNING})
+BOUND = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
 """Pods on a node after the cycle: bound by it, or running before it (and not evicted)."""
 ROLE_SKIPPED = "already failed in this job"
 
@@ -119,7 +119,7 @@ def to_plan(ssn: Session, wall_seconds: float = 0.0) -> Plan:
         evictions=evictions,
         pipelined=pipelined,
         jobs=jobs,
-        solver=SolverInfo(status=SolveStatus.HEURISTIC, wall_seconds=round(wall_seconds, 4)),
+        solver=SolverInfo(status=Status.HEURISTIC, wall_seconds=round(wall_seconds, 4)),
     )
 
 
@@ -145,7 +145,7 @@ def _decision(ssn: Session, job: JobInfo, bound: set[str]) -> JobDecision:
 
 
 def _has_pending(job: JobInfo) -> bool:
-    return any(t.status is Status.PENDING or t.status in HELD for t in job.tasks.values())
+    return any(t.status is TaskStatus.PENDING or t.status in HELD for t in job.tasks.values())
 
 
 def _reason(ssn: Session, job: JobInfo) -> str:
@@ -178,7 +178,7 @@ def _held_note(ssn: Session, job: JobInfo, held: list[TaskInfo]) -> str:
     """What the held pods wait for. Pipelining only says a pod fits a node's future idle
     resources; when nothing on those nodes is being released, nothing will free room for
     them, and the note says so instead of promising a release."""
-    pipelined = [t for t in held if t.status is Status.PIPELINED]
+    pipelined = [t for t in held if t.status is TaskStatus.PIPELINED]
     waiting = len(pipelined)
     nodes = sorted({t.node for t in pipelined})
     releasing = any(any(ssn.nodes[n].releasing) for n in nodes)

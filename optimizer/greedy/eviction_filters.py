@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .api import POD_DIM, NodeInfo, Status, TaskInfo
+from .api import POD_DIM, NodeInfo, TaskInfo, TaskStatus
 from .fit_cache import PASSES, fit_table, predicate_failures
 from .node_arrays import representable
 from .nodes import device_key
@@ -53,7 +53,7 @@ class ReclaimableRoom:
 
     def _owner(self, task: TaskInfo) -> str | None:
         """The queue of a pod reclaim may take (``reclaim._reclaimees``), else None."""
-        if task.status is not Status.RUNNING or not task.preemptable:
+        if task.status is not TaskStatus.RUNNING or not task.preemptable:
             return None
         job = self._ssn.jobs.get(task.job)
         if job is None or not self._ssn.queues[job.queue].reclaimable:

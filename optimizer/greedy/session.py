@@ -25,8 +25,8 @@ from .api import (
     NodeInfo,
     NodeList,
     QueueInfo,
-    Status,
     TaskInfo,
+    TaskStatus,
     pod_index,
     vadd,
     vsub,
@@ -228,7 +228,7 @@ class Session(SessionPlugins):
                 index=pod.index,
                 resreq=_pod_request(d, task.resources),
                 init_resreq=_pod_request(d, task.init_resources),
-                status=Status.RUNNING if running else Status.PENDING,
+                status=TaskStatus.RUNNING if running else TaskStatus.PENDING,
                 node=pod.node or "",
                 priority=task.priority,
                 role=task.role,
@@ -287,7 +287,7 @@ class Session(SessionPlugins):
         for plugin in self.plugins.values():
             plugin.on_session_close(self)
 
-    def _update_status(self, task: TaskInfo, status: Status) -> None:
+    def _update_status(self, task: TaskInfo, status: TaskStatus) -> None:
         job = self.jobs[task.job]
         was = task.status in ALLOCATED_STATUSES
         job.set_status(task, status)
@@ -334,20 +334,20 @@ class Session(SessionPlugins):
         self, task: TaskInfo, node: NodeInfo, gpus: tuple[DeviceShare, ...] | None
     ) -> Operation:
         """``Statement.Allocate`` without the statement bookkeeping."""
-        return self._place(task, node, gpus, Status.ALLOCATED, "allocate")
+        return self._place(task, node, gpus, TaskStatus.ALLOCATED, "allocate")
 
     def pipeline(
         self, task: TaskInfo, node: NodeInfo, gpus: tuple[DeviceShare, ...] | None
     ) -> Operation:
         """``Statement.Pipeline``: the same events as allocate, but only future resources."""
-        return self._place(task, node, gpus, Status.PIPELINED, "pipeline")
+        return self._place(task, node, gpus, TaskStatus.PIPELINED, "pipeline")
 
     def _place(
         self,
         task: TaskInfo,
         node: NodeInfo,
         gpus: tuple[DeviceShare, ...] | None,
-        status: Status,
+        status: TaskStatus,
         kind: str,
     ) -> Operation:
         before = node.version
@@ -369,7 +369,7 @@ class Session(SessionPlugins):
         before = node.version
         node.remove_task(task)
         self._release_gpus(task, node)
-        self._update_status(task, Status.RELEASING)
+        self._update_status(task, TaskStatus.RELEASING)
         node.add_task(task)
         task.evict_reason = reason
         self._fire(False, task)
@@ -393,13 +393,13 @@ class Session(SessionPlugins):
         if op.kind in ("allocate", "pipeline"):
             self._release_gpus(task, node)
             node.remove_task(task)
-            self._update_status(task, Status.PENDING)
+            self._update_status(task, TaskStatus.PENDING)
             self._fire(False, task)
             task.node = ""
             task.gpus = None
         elif op.kind == "evict":
             node.remove_task(task)
-            self._update_status(task, Status.RUNNING)
+            self._update_status(task, TaskStatus.RUNNING)
             node.add_task(task)
             self._book_gpus(task, node)
             task.evict_reason = ""
@@ -416,7 +416,7 @@ class Session(SessionPlugins):
 
     def commit_op(self, op: Operation) -> None:
         if op.kind == "allocate":
-            self._update_status(op.task, Status.BINDING)
+            self._update_status(op.task, TaskStatus.BINDING)
             self.records.binds.append(op.task)
         elif op.kind == "pipeline":
             self.records.pipelined.append(op.task)

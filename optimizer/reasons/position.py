@@ -12,10 +12,10 @@ from functools import cmp_to_key
 
 from models.instance import Instance
 
-from ..greedy.api import JobInfo, Status
+from ..greedy.api import JobInfo, TaskStatus
 from ..greedy.engine import open_session
 
-WAITING = frozenset({Status.PENDING, Status.PIPELINED})
+WAITING = frozenset({TaskStatus.PENDING, TaskStatus.PIPELINED})
 
 
 def queue_positions(instance: Instance) -> dict[str, int]:

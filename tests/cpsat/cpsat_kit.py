@@ -47,9 +47,9 @@ def instance(*parts: str, now: str | None = None) -> Instance:
 
 
 def options(**changes: object) -> SolveOptions:
-    defaults: dict[str, object] = {"time_limit": 20.0, "workers": 2, "quiet": True}
+    defaults: dict[str, object] = {"time_limit": 20.0, "workers": 2}
     defaults.update(changes)
-    return SolveOptions(**defaults)  # type: ignore[arg-type]
+    return SolveOptions.of(**defaults)
 
 
 def checked(inst: Instance, plan: Plan) -> Plan:

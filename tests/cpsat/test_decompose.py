@@ -8,11 +8,15 @@ import numpy as np
 import pytest
 from cpsat_kit import checked, greedy, instance, options, stages
 
-from optimizer.cpsat import decompose
+from models.instance import Instance
+from optimizer.budget import Budget
+from optimizer.cpsat import decompose, round_runner
 from optimizer.cpsat.compile.data import compile_instance
 from optimizer.cpsat.engine import solve
+from optimizer.cpsat.model.objective import evaluate
 from optimizer.cpsat.relaxation import Relaxation
 from optimizer.plan import Plan
+from optimizer.progress import Progress
 from optimizer.result import Status
 from optimizer.verify import format_violations, verify
 
@@ -215,3 +219,62 @@ def test_hybrid_runs_no_rounds_after_a_stop_or_when_the_time_is_gone(
     assert plan.solver is not None
     assert plan.solver.status == status
     assert plan.placements == floor.placements
+
+
+def _rounds_plan(inst: Instance, runner: decompose.Runner) -> decompose.Outcome:
+    """Six batches of rounds from greedy's plan, deterministic search, the given runner."""
+    full = compile_instance(inst)
+    start = checked(inst, greedy(inst))
+    opts = options(strategy="decompose", deterministic=True, workers=1)
+    baseline = evaluate(full, start)
+    return decompose.improve(
+        inst,
+        opts,
+        start,
+        full,
+        lambda v: v.as_tuple(),
+        Budget(120.0),
+        0.0,
+        Progress(),
+        baseline,
+        runner=runner,
+        max_batches=6,
+    )
+
+
+def test_rounds_on_dask_give_the_in_process_plan() -> None:
+    """Two rounds side by side on a two-worker Dask cluster give the plan the in-process runner
+    gives with batches of two: the same rounds, the same answers, merged in the same order; and
+    every batch merged after its first answer still verifies."""
+    from distributed import LocalCluster
+
+    inst = instance(racks(4))
+    here = _rounds_plan(inst, round_runner.InProcess(inst, width=2))
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+    ) as cluster:
+        remote = round_runner.OnDask(inst, cluster.scheduler_address)
+        try:
+            assert remote.width == 2
+            there = _rounds_plan(inst, remote)
+        finally:
+            remote.close()
+    assert here.rounds == there.rounds >= 2
+    assert set(here.plan.placements) == set(there.plan.placements)
+    assert here.values == there.values
+    checked(inst, there.plan)
+
+
+def test_a_batch_frees_each_job_once_on_disjoint_parts() -> None:
+    """The views of one batch open disjoint nodes and share no free job; a batch wider than
+    the parts stops before it would open a part twice."""
+    inst = instance(racks(4))
+    data = compile_instance(inst)
+    parts = decompose.parts_of(data)
+    state = decompose._Rounds(data, greedy(inst), parts, 0)
+    views = state.batch(len(parts) + 3)
+    assert 1 <= len(views) <= len(parts)
+    for i, a in enumerate(views):
+        for b in views[i + 1 :]:
+            assert not a.open_nodes & b.open_nodes
+            assert not a.free_jobs & b.free_jobs

@@ -121,11 +121,12 @@ def test_instance_mix_is_the_instances_own_pods() -> None:
 
 
 def test_the_stage_is_off_by_default_and_named_in_weights() -> None:
-    assert "fragmentation" not in SolveOptions().active_stages
-    assert SolveOptions(weights=ON).active_stages == ["work", "fairness", "topology",
-                                                      "fragmentation", "packing"]  # fmt: skip
+    assert "fragmentation" not in SolveOptions().objective.active_stages
+    assert SolveOptions.of(weights=ON).objective.active_stages == [
+        "work", "fairness", "topology", "fragmentation", "packing"
+    ]  # fmt: skip
     with pytest.raises(OptionError, match="unknown stage 'fragment'"):
-        SolveOptions(weights={"fragment": 1})
+        SolveOptions.of(weights={"fragment": 1})
 
 
 def test_hinted_stage_value_agrees_with_evaluate_on_the_trace_slice() -> None:
@@ -423,7 +424,7 @@ def test_a_better_start_plan_is_the_hint_and_the_floor() -> None:
     checked(inst, stacked)
     model = CpsatModel(inst, opts)
     floor = greedy(inst)
-    plan = checked(inst, solve(inst, "cpsat", dataclasses.replace(opts, start=stacked)))
+    plan = checked(inst, solve(inst, "cpsat", opts.replaced(start=stacked)))
     assert evaluate(model.data, plan).fragmentation == -400 * SCALE
     if evaluate(model.data, floor).fragmentation < -400 * SCALE:
         assert "hinted with the start plan" in plan.solver.message
@@ -431,7 +432,7 @@ def test_a_better_start_plan_is_the_hint_and_the_floor() -> None:
         Placement(k, "n0", (DeviceShare("GPU-n0-0", memory * 3, 90),)) for k in pods
     ))  # fmt: skip
     assert verify(inst, overfull)
-    plan = solve(inst, "cpsat", dataclasses.replace(opts, start=overfull))
+    plan = solve(inst, "cpsat", opts.replaced(start=overfull))
     assert "start plan" not in plan.solver.message
 
 
@@ -463,7 +464,7 @@ def test_the_stage_the_metric_and_the_simulator_agree_on_one_state() -> None:
     F = 150 + 3,650 = 3,800. So the stage is SCALE·(2,000 − 3,800), the metric reports
     3.8 GPUs and the simulator's node class holds 3,800."""
     from benchmarks.alibaba import state as simulator
-    from optimizer.metrics import evaluate as metrics
+    from optimizer.metrics import measure
     from optimizer.trace_import import TraceNode, TraceTask
 
     node = """
@@ -485,7 +486,7 @@ def test_the_stage_the_metric_and_the_simulator_agree_on_one_state() -> None:
     model = CpsatModel(inst, options(weights=ON, typical_mix=mix))
     stage = value_of(model.stages["fragmentation"], model.hint_plan(plan))
     assert stage == evaluate(model.data, plan).fragmentation == (2000 - 3800) * SCALE
-    assert metrics(inst, plan, mix).fragmentation == pytest.approx(3.8)
+    assert measure(inst, plan, mix).fragmentation == pytest.approx(3.8)
     cluster = simulator.Cluster.of([TraceNode("n0", 64_000, 262_144, 8, "T4")])
     cluster.place(0, TraceTask("s", 1000, 1024, 1, 700), [7])
     assert simulator.NodeClasses(cluster, mix, 4).total_frag() == pytest.approx(3800)

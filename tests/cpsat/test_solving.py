@@ -1,8 +1,10 @@
 """``Solvable.run``: a real SIGINT stops a CP-SAT solve and is reported to the caller.
 
 The model is the pigeonhole problem (14 pigeons, 13 holes) with presolve, symmetry detection
-and the LP relaxation off: clause learning alone needs far longer than the test's 60 s limit
-to prove it infeasible, so the solve is still running when the signal comes. CP-SAT's own
+and the LP relaxation off: clause learning alone needs far longer than the solve's hour to
+prove it infeasible, so the solve is still running when the signal comes. The signal is sent
+once CP-SAT's log says the search has started, whatever the machine's speed, and a stop long
+before the hour can only be the signal's. CP-SAT's own
 SIGINT handler, left on, would take the signal itself and end the solve as if its time were
 up (status UNKNOWN, nobody told): the caller could not tell a stopped search from a finished
 one.
@@ -13,7 +15,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,11 +37,22 @@ for j in range(holes):
 solver = cp_model.CpSolver()
 p = solver.parameters
 p.num_workers = 1
-p.max_time_in_seconds = 60
+p.max_time_in_seconds = 3600
 p.cp_model_presolve = False
 p.symmetry_level = 0
 p.linearization_level = 0
-print("solving", flush=True)
+p.log_search_progress = True
+p.log_to_stdout = False
+started = []
+
+
+def searching(line):
+    if not started and line.startswith("Starting search"):
+        started.append(line)
+        print("solving", flush=True)
+
+
+solver.log_callback = searching
 status, interrupted = owner.run(solver)
 print(solver.status_name(status), interrupted, flush=True)
 """
@@ -56,11 +68,7 @@ def test_sigint_stops_the_solve_and_says_so() -> None:
     )
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == "solving"
-    time.sleep(0.5)  # inside the solve: loading the model takes a fraction of this
-    sent = time.monotonic()
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
-    seconds = time.monotonic() - sent
+    out, err = proc.communicate(timeout=240)  # only a guard against a hang
     assert proc.returncode == 0, err
     assert out.split() == ["UNKNOWN", "True"]
-    assert seconds < 10

@@ -17,7 +17,7 @@ from optimizer.explain import explain
 from optimizer.options import SolveOptions
 from optimizer.reasons import rules as kinds
 
-OPTIONS = SolveOptions(time_limit=10.0, workers=1, quiet=True, deterministic=True)
+OPTIONS = SolveOptions.of(time_limit=10.0, workers=1, deterministic=True)
 HEADER = """\
 apiVersion: vcopt/v1alpha1
 kind: Instance

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 capacity_module = importlib.import_module("optimizer.explain.capacity")
 """The module, which the package's ``capacity`` function hides."""
 
-OPTIONS = SolveOptions(time_limit=10.0, workers=1, quiet=True, deterministic=True)
+OPTIONS = SolveOptions.of(time_limit=10.0, workers=1, deterministic=True)
 
 
 @pytest.mark.parametrize("engine", ["greedy", "cpsat"])

@@ -33,7 +33,7 @@ from optimizer.reasons import rules as kinds
 from optimizer.solve import solve
 from optimizer.verify import verify
 
-OPTIONS = SolveOptions(time_limit=10.0, workers=1, quiet=True, deterministic=True)
+OPTIONS = SolveOptions.of(time_limit=10.0, workers=1, deterministic=True)
 
 CASES = [
     (queue_case, kinds.QUEUE, "queue research: nvidia.com/gpu capability +4 (8 → 12)"),

@@ -37,7 +37,7 @@ jobs:
   tasks: [{name: w, replicas: 2, resources: {cpu: "4", memory: 8Gi, nvidia.com/gpu: 8}}]
 """
 
-OPTIONS = SolveOptions(time_limit=10, workers=1)
+OPTIONS = SolveOptions.of(time_limit=10, workers=1)
 
 
 @pytest.mark.parametrize("engine", ["greedy", "cpsat"])

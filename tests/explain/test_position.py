@@ -45,7 +45,7 @@ def test_positions_follow_priority_then_creation_order_per_queue():
 @pytest.mark.parametrize("engine", ["greedy", "cpsat"])
 def test_plans_carry_positions_and_keep_them_through_a_file(engine, tmp_path):
     instance = _instance()
-    plan = solve(instance, engine, SolveOptions(time_limit=5, workers=1, quiet=True))
+    plan = solve(instance, engine, SolveOptions.of(time_limit=5, workers=1))
     assert plan.job("default/mid").position == 2
     assert plan.job("default/a").position is None
     path = tmp_path / "plan.yaml"

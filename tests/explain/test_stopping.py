@@ -22,7 +22,7 @@ from optimizer.reasons import search
 from optimizer.reasons.model import ExplainModel
 from optimizer.result import Status
 
-OPTIONS = SolveOptions(time_limit=10.0, workers=1, quiet=True, deterministic=True)
+OPTIONS = SolveOptions.of(time_limit=10.0, workers=1, deterministic=True)
 REASON = "task w's nodeSelector pool=b matches none of the nodes with room"
 
 
@@ -93,7 +93,7 @@ def test_reasons_not_wanted_leave_none_and_their_time_goes_to_the_search(monkeyp
 
     monkeypatch.setattr(solving, "solve_cpsat", engine)
     named = solving.solve(instance, "cpsat", OPTIONS)
-    bare = solving.solve(instance, "cpsat", dataclasses.replace(OPTIONS, reasons=False))
+    bare = solving.solve(instance, "cpsat", OPTIONS, reasons=False)
     assert named.job("default/want").reason == REASON
     assert bare.job("default/want").status == "pending"
     assert bare.job("default/want").reason != REASON

@@ -81,7 +81,7 @@ DOC = {
 @pytest.mark.parametrize("engine", ["greedy", "cpsat"])
 def test_a_closed_window_is_named_and_its_opening_is_the_change(engine: str) -> None:
     instance = from_dict(DOC, "tdm.yaml")
-    why = explain(instance, "batch", engine, options=SolveOptions(time_limit=10, workers=1))
+    why = explain(instance, "batch", engine, options=SolveOptions.of(time_limit=10, workers=1))
     assert why.status == "pending"
     kinds = {b.kind: b for b in why.blockers}
     assert set(kinds) == {"tdm-window", "node-capacity"}

@@ -19,7 +19,7 @@ from models.load import loads
 from models.scheduler_conf import KNOWN_ACTIONS
 from optimizer.greedy import engine
 from optimizer.greedy.actions import allocate
-from optimizer.greedy.api import Status
+from optimizer.greedy.api import TaskStatus
 from optimizer.greedy.session import Session
 from optimizer.plan import ADMITTED, PENDING, JobDecision, Plan
 from optimizer.verify import verify
@@ -296,7 +296,7 @@ def test_pipelined_only_job_keeps_its_resources_and_is_not_bound() -> None:
     assert "pipelined" in job_of(plan, "p").reason
     q = job_of(plan, "q")
     assert q.status == PENDING and "Insufficient cpu" in q.reason
-    assert ssn.jobs["default/q"].tasks["default/q-w-0"].status is Status.PENDING
+    assert ssn.jobs["default/q"].tasks["default/q-w-0"].status is TaskStatus.PENDING
 
 
 def test_idle_fit_node_wins_over_a_better_scored_future_fit_node() -> None:

@@ -14,7 +14,7 @@ import yaml
 
 from models.load import loads
 from optimizer.greedy.actions import allocate, enqueue
-from optimizer.greedy.api import JobInfo, Status, TaskInfo
+from optimizer.greedy.api import JobInfo, TaskInfo, TaskStatus
 from optimizer.greedy.plugins.conformance import ConformancePlugin
 from optimizer.greedy.plugins.drf import DrfPlugin, share_of
 from optimizer.greedy.plugins.gang import GangPlugin
@@ -703,7 +703,7 @@ def run_cycle(jobs: list[dict[str, Any]], cpu: str = "10") -> Session:
 
 
 def bound(ssn: Session, name: str) -> int:
-    return sum(1 for t in J(ssn, name).tasks.values() if t.status is Status.BINDING)
+    return sum(1 for t in J(ssn, name).tasks.values() if t.status is TaskStatus.BINDING)
 
 
 def test_cycle_overcommit_admission_then_gang_allocation() -> None:

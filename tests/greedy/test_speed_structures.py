@@ -15,7 +15,7 @@ import numpy as np
 from models.load import loads
 from optimizer.greedy import engine
 from optimizer.greedy.actions import reclaim
-from optimizer.greedy.api import Status, TaskInfo
+from optimizer.greedy.api import TaskInfo, TaskStatus
 from optimizer.greedy.devices import fit
 from optimizer.greedy.eviction_filters import ReclaimableRoom, reclaim_candidates
 from optimizer.greedy.fit_cache import PASSES, fit_table
@@ -294,7 +294,7 @@ def test_reclaimable_room_sums_the_pods_reclaim_may_take() -> None:
     assert room.of_queue("qa")[:, cpu].tolist() == room.total[:, cpu].tolist()
     assert room.of_queue("qb")[:, cpu].tolist() == [0, 0]
     victim = task(ssn, "default/a-w-0")
-    assert victim.node == "n1" and victim.status is Status.RUNNING
+    assert victim.node == "n1" and victim.status is TaskStatus.RUNNING
     ssn.statement().evict(victim, "reclaim")
     assert room.sync().total[n1, cpu] == 1000
 

@@ -167,7 +167,7 @@ def test_metrics_count_the_soft_terms_a_plan_satisfies() -> None:
     and a ScheduleAnyway zone spread of its own pods; db runs on a (z1). On a: the node term
     holds, the anti term does not (db shares z1), the spread holds (z1 1 − z2 0 ≤ 1): 2 of 3.
     On c (z2): the node term fails, the anti term and the spread hold: 2 of 3."""
-    from optimizer.metrics import evaluate
+    from optimizer.metrics import measure
 
     jobs = """
 - name: db
@@ -193,7 +193,7 @@ def test_metrics_count_the_soft_terms_a_plan_satisfies() -> None:
        labelSelector: {matchLabels: {app: p}}}
 """
     inst = make(jobs)
-    on_a = evaluate(inst, plan(("p-t-0", "a")))
-    on_c = evaluate(inst, plan(("p-t-0", "c")))
+    on_a = measure(inst, plan(("p-t-0", "a")))
+    on_c = measure(inst, plan(("p-t-0", "c")))
     assert (on_a.soft_terms, on_a.soft_terms_satisfied) == (3, 2)
     assert (on_c.soft_terms, on_c.soft_terms_satisfied) == (3, 2)

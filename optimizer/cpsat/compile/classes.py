@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from models.cluster import Node
 from models.gpu import GpuDevice
@@ -31,6 +32,38 @@ from models.tdm import node_zone
 from .affinity_keys import class_label_keys, has_pod_terms, node_signature
 from .records import Group, RunningPod
 from .units import model_units
+
+
+class DeviceBase(NamedTuple):
+    """A device's own state and what the pods that stay hold on it: devices with equal bases
+    offer new pods the same room."""
+
+    pool: bool
+    """In the pool new pods may use (``hami-gpu.md``: the node's usable devices)."""
+    type: str
+    memory: int
+    cores: int
+    count: int
+    numa: int
+    health: bool
+    mode: str
+    uuid: str | None
+    """Kept only when some pending pod's filter names UUIDs."""
+    zero_core: bool
+    used_slots: int
+    used_memory: int
+    used_cores: int
+
+
+class DeviceState(NamedTuple):
+    """A device's base and who else holds shares of it: (evictable pod key, memory, cores)."""
+
+    base: DeviceBase
+    holders: tuple[tuple[object, int, int], ...]
+
+
+NodeDevices = tuple[list[DeviceState], dict[int, tuple[object, ...]]]
+"""A node's device states and the key of each evictable pod on it."""
 
 
 @dataclass
@@ -190,12 +223,12 @@ class _Signatures:
             self.on_node[r.node].append(i)
         self._fixed_cache: dict[int, dict[int, tuple[int, int, int, bool]]] = {}
 
-    def base(self, n: int, d: int) -> tuple[object, ...]:
+    def base(self, n: int, d: int) -> DeviceBase:
         """A device's own state and what pods that stay hold on it."""
         dev = self.nodes[n].gpus[d]
         slots, memory, cores, zero = self._fixed(n).get(d, (0, 0, 0, False))
         uuid = dev.id if dev.id in self.uuids else None
-        return (
+        return DeviceBase(
             d in self.pools[n],
             dev.type,
             dev.memory,
@@ -226,12 +259,12 @@ class _Signatures:
             self._fixed_cache = {n: out}
         return self._fixed_cache[n]
 
-    def pod_key(self, n: int, i: int, bases: Sequence[tuple[object, ...]]) -> tuple[object, ...]:
+    def pod_key(self, n: int, i: int, bases: Sequence[DeviceBase]) -> tuple[object, ...]:
         r = self.running[i]
         shares = tuple(sorted((bases[d], mem, cor) for d, mem, cor in r.gpus))
         return (r.job.key, r.task.name, tuple(sorted(r.request.items())), shares)
 
-    def node(self, n: int) -> tuple[list[tuple[object, ...]], dict[int, tuple[object, ...]]]:
+    def node(self, n: int) -> tuple[list[DeviceState], dict[int, tuple[object, ...]]]:
         """(full state per device, key per evictable running pod) of node ``n``.
 
         A pod's key names its task, request and the full state of every device it holds (who
@@ -240,11 +273,13 @@ class _Signatures:
         gpus = self.nodes[n].gpus
         bases = [self.base(n, d) for d in range(len(gpus))]
         own = {i: self.pod_key(n, i, bases) for i in self.on_node[n] if self.running[i].evictable}
-        holders: list[list[tuple[object, ...]]] = [[] for _ in gpus]
+        holders: list[list[tuple[object, int, int]]] = [[] for _ in gpus]
         for i, key in own.items():
             for d, mem, cor in self.running[i].gpus:
                 holders[d].append((key, mem, cor))
-        states = [(bases[d], tuple(sorted(holders[d], key=repr))) for d in range(len(gpus))]
+        states = [
+            DeviceState(bases[d], tuple(sorted(holders[d], key=repr))) for d in range(len(gpus))
+        ]
         pod_keys = {
             i: (key, tuple(sorted((states[d] for d, _, _ in self.running[i].gpus), key=repr)))
             for i, key in own.items()
@@ -302,7 +337,7 @@ def build_classes(
     sig = _Signatures(instance, running, pools, uuids_read(groups))
     keys = label_keys_read(groups) | class_label_keys(instance, [g.task for g in groups])
     by_key: dict[tuple[object, ...], list[int]] = {}
-    node_states: list[tuple[list[tuple[object, ...]], dict[int, tuple[object, ...]]]] = []
+    node_states: list[NodeDevices] = []
     for n, node in enumerate(instance.nodes):
         if nodes is not None and n not in nodes:
             node_states.append(([], {}))
@@ -347,7 +382,7 @@ def build_classes(
 
 def _device_classes(
     cls: NodeClass,
-    node_states: Sequence[tuple[list[tuple[object, ...]], dict[int, tuple[object, ...]]]],
+    node_states: Sequence[NodeDevices],
     sig: _Signatures,
     aggregate: bool,
 ) -> None:
@@ -364,27 +399,25 @@ def _device_classes(
     rep = cls.rep
     for key, devices in per_node[0].items():
         state = node_states[rep][0][devices[0]]
-        base = sig.base(rep, devices[0])
-        pool = base[0]
-        zero, slots, memory, cores = base[-4:]
+        base = state.base
         dc = DeviceClass(
             index=len(cls.devices),
             per_node=len(devices),
             members=[by_state.get(key, []) for by_state in per_node],
             device=sig.nodes[rep].gpus[devices[0]],
-            pool=bool(pool),
-            used_slots=int(slots),  # type: ignore[call-overload]
-            used_memory=int(memory),  # type: ignore[call-overload]
-            used_cores=int(cores),  # type: ignore[call-overload]
-            used_zero_core=bool(zero),
-            evictable_shares=len(state[1]),  # type: ignore[arg-type]
+            pool=base.pool,
+            used_slots=base.used_slots,
+            used_memory=base.used_memory,
+            used_cores=base.used_cores,
+            used_zero_core=base.zero_core,
+            evictable_shares=len(state.holders),
         )
         cls.devices.append(dc)
 
 
 def _evict_groups(
     cls: NodeClass,
-    node_states: Sequence[tuple[list[tuple[object, ...]], dict[int, tuple[object, ...]]]],
+    node_states: Sequence[NodeDevices],
     running: Sequence[RunningPod],
     evict_groups: list[EvictGroup],
 ) -> None:

@@ -37,8 +37,8 @@ def typical_for(instance: Instance, options: SolveOptions) -> tuple[TypicalTask,
     """The mix the stage optimises against: none while the stage is off, else the options'
     (``--typical-mix``) or the instance's own; the metric reports F against the same mix
     (``models.fragmentation.instance_mix``, ``optimizer.solve.with_metrics``)."""
-    if "fragmentation" not in options.active_stages:
+    if "fragmentation" not in options.objective.active_stages:
         return ()
-    if options.typical_mix is not None:
-        return options.typical_mix
+    if options.objective.typical_mix is not None:
+        return options.objective.typical_mix
     return instance_mix(instance)

@@ -34,7 +34,7 @@ from ..compile.data import Compiled
 from ..compile.records import Unit
 from ..compile.units import UNLIMITED, model_units
 from .domains import within_level
-from .variables import Expr, IntVar, Linear, Variables, lsum, wsum
+from .variables import Expr, IntVar, Linear, ShareUser, Variables, lsum, wsum
 
 
 def _limit(
@@ -123,12 +123,12 @@ def pod_count(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
         _limit(m, new, held, cls.size * cls.pod_capacity, lambda c=c: v.any_new(c))
 
 
-def gpu_users(v: Variables, c: int, dc: int) -> list[tuple[int, int, bool, Expr, int]]:
+def gpu_users(v: Variables, c: int, dc: int) -> list[ShareUser]:
     """(group, container, takes it whole, uses, bound of the uses) of every possible new
     share of device class ``dc`` of class ``c`` (collected once per class)."""
     if c not in v.device_users:
         data = v.data
-        per_dc: dict[int, list[tuple[int, int, bool, Expr, int]]] = {}
+        per_dc: dict[int, list[ShareUser]] = {}
         for g in data.groups_on[c]:
             group = data.groups[g]
             for k, options in enumerate(group.where.containers.get(c, [])):
@@ -136,7 +136,8 @@ def gpu_users(v: Variables, c: int, dc: int) -> list[tuple[int, int, bool, Expr,
                     continue
                 bound = group.gpus[k].nums * v.count_bound[g, c]
                 for d, whole in options:
-                    per_dc.setdefault(d, []).append((g, k, whole, v.uses(g, k, c, d), bound))
+                    user = ShareUser(g, k, whole, v.uses(g, k, c, d), bound)
+                    per_dc.setdefault(d, []).append(user)
         v.device_users[c] = per_dc
     return v.device_users[c].get(dc, [])
 
@@ -158,7 +159,7 @@ def gpu_capacity(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
     with the zero-core rule on single devices. Devices taken whole are in ``gpu_exclusive``."""
     for c, cls in enumerate(data.classes):
         for dc in cls.devices:
-            users = [u for u in gpu_users(v, c, dc.index) if not u[2]]
+            users = [u for u in gpu_users(v, c, dc.index) if not u.whole]
             if users:
                 _shares_fit(m, v, c, dc, users)
 
@@ -168,7 +169,7 @@ def _shares_fit(
     v: Variables,
     c: int,
     dc: DeviceClass,
-    users: list[tuple[int, int, bool, Expr, int]],
+    users: list[ShareUser],
 ) -> None:
     data = v.data
     total = data.classes[c].size * dc.per_node
@@ -215,13 +216,13 @@ def new_share_devices(v: Variables, c: int, dc: DeviceClass) -> Expr:
     if key in v.new_devices:
         return v.new_devices[key]
     data = v.data
-    users = [u for u in gpu_users(v, c, dc.index) if not u[2]]
+    users = [u for u in gpu_users(v, c, dc.index) if not u.whole]
     if not users:
         return 0
     total = data.classes[c].size * dc.per_node
     dev = dc.device
     rows: list[tuple[Linear, int, Expr]] = []
-    uses = lsum(e for *_, e, _ in users)
+    uses = lsum(u.uses for u in users)
     rows.append((Linear(uses), max(1, dev.count), uses))
     mem = wsum((data.groups[g].gpus[k].memory_on(dev.memory), e) for g, k, _, e, _ in users)
     if not isinstance(mem, int):
@@ -247,7 +248,7 @@ LARGE_SHARE_SPLITS = (1, 2, 3)
 
 
 def _large_share_rows(
-    data: Compiled, dev: GpuDevice, users: Sequence[tuple[int, int, object, Expr, object]]
+    data: Compiled, dev: GpuDevice, users: Sequence[ShareUser]
 ) -> list[tuple[Linear, int, Expr]]:
     """Bin-packing cuts on top of the summed memory and cores: a device holds at most ``k``
     shares that each take more than ``1/(k+1)`` of its memory (or cores), so ``s`` devices
@@ -262,13 +263,15 @@ def _large_share_rows(
         ):
             if capacity <= 0:
                 continue
-            large = [n for n, (g, i, *_) in enumerate(users) if size(g, i) * (k + 1) > capacity]
+            large = [
+                n for n, u in enumerate(users) if size(u.group, u.container) * (k + 1) > capacity
+            ]
             if not large or (len(large) == len(users) and k >= max(1, dev.count)):
                 continue
             if frozenset(large) in seen:
                 continue
             seen.add(frozenset(large))
-            expr = lsum(users[n][3] for n in large)
+            expr = lsum(users[n].uses for n in large)
             if not isinstance(expr, int):
                 rows.append((Linear(expr), k, expr))
     return rows
@@ -312,7 +315,7 @@ def gpu_exclusive(m: cp_model.CpModel, v: Variables, data: Compiled) -> None:
             m.add(v.pooled_whole(c) + occupied <= total)
             continue
         for dc in cls.devices:
-            whole = [e for _, _, w, e, _ in gpu_users(v, c, dc.index) if w]
+            whole = [u.uses for u in gpu_users(v, c, dc.index) if u.whole]
             if whole:
                 m.add(lsum([*whole, occupied_devices(v, c, dc)]) <= cls.size * dc.per_node)
 

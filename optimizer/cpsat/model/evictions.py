@@ -70,9 +70,10 @@ def eviction_caps(m: cp_model.CpModel, v: Variables, data: Compiled, options: So
     chosen = [eg for eg in data.evict_groups if not shuffled(data, eg.index)]
     if not chosen:
         return
-    if options.max_evictions is not None:
-        m.add(lsum([v.evict[eg.index] for eg in chosen]) <= options.max_evictions)
-    for queue, budget in sorted(options.queue_eviction_budgets.items()):
+    caps = options.disruption
+    if caps.max_evictions is not None:
+        m.add(lsum([v.evict[eg.index] for eg in chosen]) <= caps.max_evictions)
+    for queue, budget in sorted(caps.queue_eviction_budgets.items()):
         counted = [
             v.evict[eg.index]
             for eg in chosen

@@ -218,7 +218,7 @@ def nodes_used(v: Variables, c: int) -> Expr:
         rows.append((expr, max(1, cls.allocatable.get(resource, 0))))
     rows.append((lsum(v.count[g, c] for g in groups), max(1, cls.pod_capacity)))
     devices = sum(dc.per_node for dc in cls.devices if dc.pool)
-    taken = [e for dc in cls.devices for _, _, w, e, _ in gpu_users(v, c, dc.index) if w]
+    taken = [u.uses for dc in cls.devices for u in gpu_users(v, c, dc.index) if u.whole]
     taken += [new_share_devices(v, c, dc) for dc in cls.devices]
     taken.append(v.pooled_whole(c))
     if devices and any(not isinstance(e, int) for e in taken):
@@ -266,7 +266,7 @@ def _packing(m: cp_model.CpModel, v: Variables, data: Compiled) -> Expr:
         for dc in cls.devices:
             if dc.held:
                 continue
-            devices += [e for _, _, w, e, _ in gpu_users(v, c, dc.index) if w]
+            devices += [u.uses for u in gpu_users(v, c, dc.index) if u.whole]
             devices.append(new_share_devices(v, c, dc))
         if c in v.pooled:
             devices.append(_pooled_opened(v, c))

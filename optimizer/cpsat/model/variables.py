@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from operator import mul
+from typing import NamedTuple
 
 from ortools.sat.python import cp_model
 from ortools.sat.python.cp_model_helper import FlatIntExpr
@@ -121,6 +122,17 @@ def device_room(request: object, dc: DeviceClass) -> int:
     return max(0, room)
 
 
+class ShareUser(NamedTuple):
+    """A possible new share of a device class: which container of which group, whether it
+    takes the device whole, the expression counting its uses and their upper bound."""
+
+    group: int
+    container: int
+    whole: bool
+    uses: Expr
+    bound: int
+
+
 class Variables:
     """The model's variables by role, the expressions the families share, and the hints."""
 
@@ -150,7 +162,7 @@ class Variables:
         self.new_devices: dict[tuple[int, int], IntVar] = {}
         """(class, device class) → devices that get new shares."""
         self.occupied: dict[tuple[int, int], Expr] = {}
-        self.device_users: dict[int, dict[int, list[tuple[int, int, bool, Expr, int]]]] = {}
+        self.device_users: dict[int, dict[int, list[ShareUser]]] = {}
         """Class → device class → the possible new shares (see ``constraints.gpu_users``)."""
         """(class, device class) → devices carrying a share after the plan."""
         self.filled: dict[tuple[str, str], IntVar] = {}

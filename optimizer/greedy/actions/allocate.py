@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from models.topology import Topology
 from models.workload import INQUEUE, PENDING
 
-from ..api import JobInfo, NodeInfo, QueueInfo, Status, TaskInfo, vle
+from ..api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus, vle
 from ..heap import GoHeap, SortedQueue
 from ..nodes import best_node, device_fit, fits_idle
 from ..scan import FitReport, RoleCache, predicate_nodes
@@ -44,7 +44,7 @@ def worksheet(ssn: Session, job: JobInfo) -> Worksheet:
     pending = [
         task
         for task in job.tasks.values()
-        if task.status is Status.PENDING and not task.best_effort
+        if task.status is TaskStatus.PENDING and not task.best_effort
     ]
     return Worksheet(SortedQueue(pending, ssn.task_order))
 
@@ -140,7 +140,7 @@ def need_continue(job: JobInfo) -> bool:
         open_roles = sum(
             1
             for t in job.tasks.values()
-            if t.status is Status.PENDING and t.role not in job.role_fit_failed
+            if t.status is TaskStatus.PENDING and t.role not in job.role_fit_failed
         )
         return job.ready_task_num + open_roles >= job.min_available
     for role in job.role_fit_failed:
@@ -151,7 +151,13 @@ def need_continue(job: JobInfo) -> bool:
 
 
 _HOLDING = frozenset(
-    {Status.ALLOCATED, Status.PIPELINED, Status.BINDING, Status.BOUND, Status.RUNNING}
+    {
+        TaskStatus.ALLOCATED,
+        TaskStatus.PIPELINED,
+        TaskStatus.BINDING,
+        TaskStatus.BOUND,
+        TaskStatus.RUNNING,
+    }
 )
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from models.workload import PENDING
 
-from ..api import Status, TaskInfo
+from ..api import TaskInfo, TaskStatus
 from ..nodes import best_node, device_fit
 from ..scan import FitReport, predicate_nodes
 from ..session import FitFailure, Operation, Session
@@ -37,7 +37,7 @@ def best_effort_tasks(ssn: Session) -> list[TaskInfo]:
             tasks = [
                 t
                 for t in job.tasks.values()
-                if t.best_effort and t.status in (Status.PENDING, Status.PIPELINED)
+                if t.best_effort and t.status in (TaskStatus.PENDING, TaskStatus.PIPELINED)
             ]
             out.extend(sorted(tasks, key=_key(ssn.task_order)))
     return out
@@ -46,7 +46,7 @@ def best_effort_tasks(ssn: Session) -> list[TaskInfo]:
 def execute(ssn: Session) -> None:
     for task in best_effort_tasks(ssn):
         job = ssn.jobs[task.job]
-        if task.status is Status.PIPELINED:
+        if task.status is TaskStatus.PIPELINED:
             ssn.undo(Operation("pipeline", task, task.node))
         failure = ssn.pre_predicate(task)
         if failure is not None:
@@ -64,5 +64,5 @@ def execute(ssn: Session) -> None:
         job.fit_errors.pop(task.uid, None)
         if ssn.job_ready(job):
             # ``Session.Allocate`` dispatches every Allocated task of a ready job.
-            for ready in job.tasks_with(Status.ALLOCATED):
+            for ready in job.tasks_with(TaskStatus.ALLOCATED):
                 ssn.commit_op(Operation("allocate", ready, ready.node, gpus=ready.gpus))

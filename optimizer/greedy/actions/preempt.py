@@ -25,7 +25,16 @@ from __future__ import annotations
 from models.scheduler_conf import PreemptArguments
 from models.workload import PENDING
 
-from ..api import PREEMPTABLE_STATUSES, JobInfo, NodeInfo, QueueInfo, Status, TaskInfo, vadd, vle
+from ..api import (
+    PREEMPTABLE_STATUSES,
+    JobInfo,
+    NodeInfo,
+    QueueInfo,
+    TaskInfo,
+    TaskStatus,
+    vadd,
+    vle,
+)
 from ..eviction_filters import may_free_mask
 from ..heap import GoHeap
 from ..nodes import check_node, device_fit
@@ -110,7 +119,7 @@ def pending_tasks(ssn: Session, job: JobInfo) -> GoHeap[TaskInfo]:
     """The job's Pending tasks in task order (the preemptor/reclaimer task heap)."""
     heap: GoHeap[TaskInfo] = GoHeap(ssn.task_order)
     for task in sorted(job.tasks.values(), key=lambda t: t.uid):
-        if task.status is Status.PENDING:
+        if task.status is TaskStatus.PENDING:
             heap.push(task)
     return heap
 

@@ -15,7 +15,7 @@ from collections.abc import Hashable
 
 from models.workload import PENDING
 
-from ..api import JobInfo, NodeInfo, QueueInfo, Status, TaskInfo, vle
+from ..api import JobInfo, NodeInfo, QueueInfo, TaskInfo, TaskStatus, vle
 from ..eviction_filters import reclaim_candidates
 from ..heap import GoHeap
 from ..session import Session, Statement
@@ -81,7 +81,7 @@ def _reclaimees(ssn: Session, task: TaskInfo, node: NodeInfo) -> list[TaskInfo]:
     own_queue = ssn.jobs[task.job].queue
     out = []
     for other in node.tasks.values():
-        if other.status is not Status.RUNNING or not other.preemptable:
+        if other.status is not TaskStatus.RUNNING or not other.preemptable:
             continue
         job = ssn.jobs.get(other.job)
         if job is None or job.queue == own_queue or not ssn.queues[job.queue].reclaimable:

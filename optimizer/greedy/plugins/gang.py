@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 
-from ..api import READY_STATUSES, JobInfo, Status, TaskInfo, vempty
+from ..api import READY_STATUSES, JobInfo, TaskInfo, TaskStatus, vempty
 from ..session import PERMIT, REJECT, Event, EventHandler, Plugin, Session
 
-VALID_STATUSES = READY_STATUSES | {Status.PIPELINED, Status.PENDING}
+VALID_STATUSES = READY_STATUSES | {TaskStatus.PIPELINED, TaskStatus.PENDING}
 """What ``CheckTaskValid`` and ``ValidTaskNum`` count: every task that may still run."""
-OCCUPIED_STATUSES = READY_STATUSES | {Status.PIPELINED}
+OCCUPIED_STATUSES = READY_STATUSES | {TaskStatus.PIPELINED}
 
 
 def role_checks_apply(job: JobInfo) -> bool:
@@ -34,7 +34,7 @@ def roles_valid(job: JobInfo) -> bool:
     return all(actual[role] >= need for role, need in job.min_task_member.items())
 
 
-def roles_occupied(job: JobInfo, statuses: frozenset[Status]) -> bool:
+def roles_occupied(job: JobInfo, statuses: frozenset[TaskStatus]) -> bool:
     """``CheckTaskReady`` (``statuses`` = ready) and ``CheckTaskPipelined`` (ready + pipelined):
     a pending task whose ``InitResreq`` is empty counts as placed, since only backfill will
     place it and it needs nothing."""
@@ -42,7 +42,9 @@ def roles_occupied(job: JobInfo, statuses: frozenset[Status]) -> bool:
         return True
     occupied: Counter[str] = Counter()
     for task in job.tasks.values():
-        if task.status in statuses or (task.status is Status.PENDING and vempty(task.init_resreq)):
+        if task.status in statuses or (
+            task.status is TaskStatus.PENDING and vempty(task.init_resreq)
+        ):
             occupied[task.role] += 1
     return all(occupied[role] >= need for role, need in job.min_task_member.items())
 
@@ -61,9 +63,9 @@ def unschedulable_message(job: JobInfo) -> str:
         f"{missing}/{len(job.tasks)} tasks in gang unschedulable: "
         f"pod group is not ready, {', '.join(parts)}"
     )
-    pending = histogram.get(Status.PENDING.value, 0)
+    pending = histogram.get(TaskStatus.PENDING.value, 0)
     if pending:
-        text += f"; {Status.PENDING.value}: {pending} Unschedulable"
+        text += f"; {TaskStatus.PENDING.value}: {pending} Unschedulable"
     return text
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from models.topology import Topology
 
-from ..api import JobInfo, NodeInfo, Status, TaskInfo, vle
+from ..api import JobInfo, NodeInfo, TaskInfo, TaskStatus, vle
 from ..session import Event, EventHandler, Plugin, Session
 
 WEIGHT = "weight"
@@ -237,7 +237,7 @@ class NetworkTopologyAwarePlugin(Plugin):
                 return kept[1]
             total = self.ssn.dims.zero()
             for task in job.tasks.values():
-                if task.status is Status.PENDING:
+                if task.status is TaskStatus.PENDING:
                     for i, amount in enumerate(task.init_resreq):
                         total[i] += amount
             self._subjob_needs[job.uid] = (job.status_changes, _Need(total))

@@ -14,7 +14,7 @@ from models.queues import share
 from models.resources import CPU, EMPTY, MEMORY, PODS, Resources, format_amount
 from models.workload import INQUEUE, RUNNING
 
-from ..api import ALLOCATED_STATUSES, POD_DIM, Dims, JobInfo, Status, vadd
+from ..api import ALLOCATED_STATUSES, POD_DIM, Dims, JobInfo, TaskStatus, vadd
 from ..session import Session
 
 
@@ -139,7 +139,7 @@ def queue_usage(ssn: Session) -> dict[str, QueueState]:
             if task.status in ALLOCATED_STATUSES:
                 state.allocated = vadd(state.allocated, task.resreq)
                 state.request = vadd(state.request, task.resreq)
-            elif task.status is Status.PENDING:
+            elif task.status is TaskStatus.PENDING:
                 state.request = vadd(state.request, task.resreq)
         held = dims.resources(job.allocated)
         has_minimum = job.job.min_resources is not None

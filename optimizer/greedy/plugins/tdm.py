@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from models.errors import Diagnostics, obj_name
 from models.tdm import TdmConfig, job_eviction_budget
 
-from ..api import JobInfo, NodeInfo, Status, TaskInfo
+from ..api import JobInfo, NodeInfo, TaskInfo, TaskStatus
 from ..session import (
     PERMIT,
     REJECT,
@@ -110,9 +110,9 @@ class TdmPlugin(Plugin):
         ``JobInfo.extractBudget`` reads it."""
         running = finished = 0
         for task in job.tasks.values():
-            if task.status is Status.RUNNING:
+            if task.status is TaskStatus.RUNNING:
                 running += 1
-            elif task.status in (Status.SUCCEEDED, Status.FAILED):
+            elif task.status in (TaskStatus.SUCCEEDED, TaskStatus.FAILED):
                 finished += 1
         return job_eviction_budget(job.job.annotations, len(job.tasks), running, finished)
 
@@ -128,7 +128,7 @@ class TdmPlugin(Plugin):
             t
             for t in candidates
             if t.preemptable
-            and t.status is Status.RUNNING
+            and t.status is TaskStatus.RUNNING
             and t.node in self._ssn.nodes
             and not self._ssn.nodes[t.node].revocable_zone
         )
@@ -151,7 +151,7 @@ class TdmPlugin(Plugin):
                 for node in self._ssn.node_list
                 if node.revocable_zone == zone
                 for task in node.tasks.values()
-                if task.preemptable and task.status is Status.RUNNING
+                if task.preemptable and task.status is TaskStatus.RUNNING
             )
             victims.extend(self._budgeted(on_zone))
         self.last_evict_at = now
@@ -170,4 +170,4 @@ class TdmPlugin(Plugin):
         """A preemptable job never starves; another starves while it has Pending tasks."""
         if job.preemptable:
             return False
-        return any(t.status is Status.PENDING for t in job.tasks.values())
+        return any(t.status is TaskStatus.PENDING for t in job.tasks.values())
