@@ -1,4 +1,5 @@
-"""Sweep files (``vcopt sweep``): a base instance, solve settings and named variants.
+"""Sweep files (``vcopt sweep``, ``vcopt simulate --what-if``): a base instance, solve settings
+and named variants.
 
 A sweep file is checked as strictly as an instance, and completely before Dask starts: its
 shape by a pydantic schema (unknown fields, wrong types, out-of-range settings), then every
@@ -10,7 +11,7 @@ problem names the sweep file, the variant and the field as written, e.g.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +31,7 @@ from models.errors import InputError, Problem
 from models.instance import Instance
 from models.io.errors import message, path
 from models.io.values import read_datetime
+from models.limits import MAX_NODES
 from models.load import load
 from models.resources import Resources
 from models.yamlio import load_documents, read_text
@@ -67,13 +69,26 @@ class RemovedIn(_Strict):
     removed: list[StrictStr] = Field(default_factory=list)
 
 
+class AddedNodesIn(_Strict):
+    """``count`` copies of node ``like``, in HyperNode ``hypernode`` (default: ``like``'s
+    rack), as :func:`optimizer.whatif.with_nodes_like` adds them."""
+
+    like: StrictStr = Field(min_length=1)
+    count: StrictInt = Field(ge=1, le=MAX_NODES)
+    hypernode: StrictStr | None = Field(default=None, min_length=1)
+
+
+class NodesIn(RemovedIn):
+    added: list[AddedNodesIn] = Field(default_factory=list)
+
+
 class VariantIn(_Strict):
     name: StrictStr = Field(min_length=1)
     at: Any = None
     tdmWindow: TdmWindowIn | None = None
     queue: QueueIn | None = None
     topologyLimit: TopologyLimitIn | None = None
-    nodes: RemovedIn | None = None
+    nodes: NodesIn | None = None
     jobs: RemovedIn | None = None
     arguments: dict[StrictStr, dict[StrictStr, Any]] = Field(default_factory=dict)
 
@@ -125,6 +140,10 @@ class Sweep:
     time_limit: float
     workers: int
     seed: int
+    settings: frozenset[str] = frozenset()
+    """The solve settings the file writes (``engines``, ``timeLimit``, ``workers``,
+    ``seed``), beside the defaults it leaves: a command that takes them elsewhere can say
+    which of the file's it does not use."""
 
 
 def _shape(doc: object, file: str) -> SweepIn:
@@ -196,6 +215,19 @@ def _steps(v: VariantIn) -> list[tuple[str, Callable[[Instance], Instance]]]:
         )
     if (n := v.nodes) is not None:
         steps.append(("nodes.removed", lambda i: whatif.with_nodes(i, removed=n.removed)))
+        for k, add in enumerate(n.added):
+            where = f"nodes.added[{k}]"
+            steps.append((f"{where}.like", _named(add.like, "node", lambda i: i.node_by_name)))
+            if add.hypernode is not None:
+                steps.append(
+                    (
+                        f"{where}.hypernode",
+                        _named(add.hypernode, "HyperNode", lambda i: i.topology.names),
+                    )
+                )
+            steps.append(
+                (where, lambda i, a=add: whatif.with_nodes_like(i, a.like, a.count, a.hypernode))
+            )
     if (j := v.jobs) is not None:
         steps.append(("jobs.removed", lambda i: whatif.with_jobs(i, removed=j.removed)))
     for plugin, args in v.arguments.items():
@@ -214,6 +246,20 @@ def _resources_checked(raw: Mapping[str, Any]) -> Callable[[Instance], Instance]
 
     def check(instance: Instance) -> Instance:
         Resources.parse(raw)
+        return instance
+
+    return check
+
+
+def _named(
+    name: str, kind: str, names: Callable[[Instance], Collection[str]]
+) -> Callable[[Instance], Instance]:
+    """A step that changes nothing and fails when ``name`` is not among the instance's
+    ``names``, so that the problem names the field that says it."""
+
+    def check(instance: Instance) -> Instance:
+        if name not in names(instance):
+            raise ValueError(f"no such {kind}: {name}")
         return instance
 
     return check
@@ -243,17 +289,35 @@ def _inner(problem: Problem) -> str:
     return ": ".join([*parts, problem.message])
 
 
-def load_sweep(file: str, base: Instance | None = None) -> Sweep:
+def _refused(variants: Sequence[VariantIn], refused: Mapping[str, str], file: str) -> list[Problem]:
+    """A problem for each field a variant writes that the caller does not take."""
+    return [
+        Problem(refused[name], f'variant "{v.name}"', name, file)
+        for v in variants
+        for name in VariantIn.model_fields
+        if name in refused and name in v.model_fields_set
+    ]
+
+
+SETTINGS = ("engines", "timeLimit", "workers", "seed")
+"""The solve settings of a sweep file, in the order a message lists them."""
+
+
+def load_sweep(
+    file: str, base: Instance | None = None, *, refused: Mapping[str, str] | None = None
+) -> Sweep:
     """Read and check a sweep file, building every variant (nothing is solved yet). ``base``
     is the base instance when the command line gives it (several files, a dump, ``-``); the
-    file must then name none."""
+    file must then name none. ``refused`` maps the variant fields a caller does not take to
+    why (a simulation's variants may not move its timeline): a variant writing one is a
+    problem, found before any variant is built."""
     docs = load_documents(read_text(file), file)
     if len(docs) != 1:
         raise InputError(
             [Problem("expected one YAML document with instance and variants", file=file)]
         )
     spec = _shape(docs[0], file)
-    problems = _duplicates(spec.variants, file)
+    problems = _duplicates(spec.variants, file) + _refused(spec.variants, refused or {}, file)
     if problems:
         raise InputError(problems)
     if base is not None and spec.instance is not None:
@@ -287,4 +351,5 @@ def load_sweep(file: str, base: Instance | None = None) -> Sweep:
         float(spec.timeLimit),
         spec.workers,
         spec.seed,
+        frozenset(SETTINGS) & spec.model_fields_set,
     )

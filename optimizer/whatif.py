@@ -16,10 +16,11 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -33,9 +34,12 @@ from models.tdm import TDM_PLUGIN, ZONE_ARG_PREFIX
 from models.topology import Member, MemberSelector
 from models.workload import Job, NetworkTopology, pod_name
 
-from .metrics import evaluate
+from .metrics import measure
 from .options import SolveOptions
 from .solve import ENGINES, solve
+
+if TYPE_CHECKING:
+    from dask.distributed import Client
 
 Variant = Callable[[Instance], Instance]
 WHAT_IF = "what-if"
@@ -124,21 +128,25 @@ def with_topology_limit(
 ) -> Instance:
     """Job ``job`` (``namespace/name``, or ``"all"`` for every job that has a topology spec)
     limited to HyperNodes of tier ≤ ``tier``; ``mode`` switches hard/soft when given. The
-    limit replaces a ``highestTierName``."""
-    jobs = []
-    matched = False
-    for j in instance.jobs:
-        if job == j.key or (job == "all" and j.network_topology is not None):
-            matched = True
-            current = j.network_topology or NetworkTopology()
-            spec = NetworkTopology(mode or current.mode, tier, None)
-            j = replace(j, network_topology=spec)
-        jobs.append(j)
-    if not matched:
+    limit replaces a ``highestTierName``. Jobs of the timeline that have not arrived yet
+    are limited alike, so that a simulation of the variant runs them under the same rule."""
+
+    def chosen(j: Job) -> bool:
+        return job == j.key or (job == "all" and j.network_topology is not None)
+
+    def limited(j: Job) -> Job:
+        if not chosen(j):
+            return j
+        current = j.network_topology or NetworkTopology()
+        return replace(j, network_topology=NetworkTopology(mode or current.mode, tier, None))
+
+    if not any(chosen(j) for j in (*instance.jobs, *instance.arrivals)):
         raise InputError(
             [_problem(f'Job "{job}"', "networkTopology", "no such job (or no job has a topology)")]
         )
-    return _checked(instance.replace(jobs=tuple(jobs)))
+    jobs = tuple(limited(j) for j in instance.jobs)
+    arrivals = tuple(limited(j) for j in instance.arrivals)
+    return _checked(instance.replace(jobs=jobs, arrivals=arrivals))
 
 
 def with_nodes(
@@ -274,6 +282,8 @@ def with_nodes_like(
     template = instance.node_by_name.get(node)
     if template is None:
         raise InputError([_problem(f'Node "{node}"', "name", "no such node")])
+    if hypernode is not None and hypernode not in instance.topology.names:
+        raise InputError([_problem(f'HyperNode "{hypernode}"', "name", "no such HyperNode")])
     taken = set(instance.node_by_name)
     added = []
     i = 0
@@ -317,7 +327,7 @@ def solve_variant(
     """One row of a sweep: the variant, the engine and every scalar metric."""
     plan = solve(instance, engine, options)
     row: dict[str, Any] = {"variant": name, "engine": engine}
-    row.update(evaluate(instance, plan, options.typical_mix).scalars())
+    row.update(measure(instance, plan, options.objective.typical_mix).scalars())
     solver = plan.solver
     row["status"] = solver.status if solver else ""
     row["wall_seconds"] = solver.wall_seconds if solver else None
@@ -332,6 +342,45 @@ def _start_method() -> str:
     if sys.platform == "linux" and "fork" in multiprocessing.get_all_start_methods():
         return "fork"
     return "spawn"
+
+
+@contextmanager
+def dask_client(
+    scheduler_address: str | None = None, option: str = "scheduler_address"
+) -> Iterator[Client]:
+    """A Dask client of the running scheduler at ``scheduler_address``, or of a local
+    cluster of two single-threaded worker processes started for the work and closed after
+    it (sweeps and ``vcopt simulate --what-if`` run their variants this way). An address
+    no scheduler answers at is an ``InputError`` on ``option``, the name it was given by."""
+    import dask
+    from dask.distributed import Client, LocalCluster
+
+    cluster = None
+    if scheduler_address is None:
+        # Worker logs are Dask's, not the user's: an interrupted sweep would otherwise print
+        # the workers' closed-connection tracebacks after ``interrupted``.
+        with dask.config.set({"distributed.worker.multiprocessing-method": _start_method()}):
+            cluster = LocalCluster(
+                n_workers=2,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=None,
+                silence_logs=logging.CRITICAL,
+            )
+        client = Client(cluster)
+    else:
+        try:
+            client = Client(scheduler_address)
+        except OSError as err:
+            raise InputError(
+                [Problem(f"no Dask scheduler answers at {scheduler_address}: {err}", field=option)]
+            ) from None
+    try:
+        yield client
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
 
 def sweep(
@@ -353,31 +402,15 @@ def sweep(
     Dask runs solves side by side, on a local cluster unless ``scheduler_address`` names an
     existing one.
     """
-    import dask
-    from dask.distributed import Client, LocalCluster, as_completed
+    from dask.distributed import as_completed
 
     if isinstance(engines, str) or not all(e in ENGINES for e in engines):
         raise ValueError(f"engines must be a list of {', '.join(ENGINES)}, got {engines!r}")
     items = list(variants.items()) if isinstance(variants, Mapping) else list(variants)
     built = [(name, v(instance) if callable(v) else v) for name, v in items]
     if options is None:
-        options = SolveOptions(time_limit=time_limit, workers=workers, seed=seed, quiet=True)
-    cluster = None
-    if scheduler_address is None:
-        # Worker logs are Dask's, not the user's: an interrupted sweep would otherwise print
-        # the workers' closed-connection tracebacks after ``interrupted``.
-        with dask.config.set({"distributed.worker.multiprocessing-method": _start_method()}):
-            cluster = LocalCluster(
-                n_workers=2,
-                threads_per_worker=1,
-                processes=True,
-                dashboard_address=None,
-                silence_logs=logging.CRITICAL,
-            )
-        client = Client(cluster)
-    else:
-        client = Client(scheduler_address)
-    try:
+        options = SolveOptions.of(time_limit=time_limit, workers=workers, seed=seed)
+    with dask_client(scheduler_address, "--dask") as client:
         futures = [
             client.submit(solve_variant, name, variant, engine, options, pure=False)
             for name, variant in built
@@ -391,10 +424,6 @@ def sweep(
             finished = track(finished, total=len(futures), description="what-if sweep")
         for future in finished:
             rows.append(future.result())
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
     order = {
         (name, engine): i
         for i, (name, engine) in enumerate((n, e) for n, _ in built for e in engines)

@@ -51,9 +51,9 @@ def _markdown_outputs(cell: nbformat.NotebookNode) -> list[str]:
     ]
 
 
-def test_there_are_five_notebooks() -> None:
-    """The issue asks for five: quick start, TDM windows, topology, queues, Alibaba trace."""
-    assert [p.name[:3] for p in PATHS] == ["01-", "02-", "03-", "04-", "05-"]
+def test_there_are_six_notebooks() -> None:
+    """Quick start, TDM windows, topology, queues, the Alibaba trace, and a week simulated."""
+    assert [p.name[:3] for p in PATHS] == ["01-", "02-", "03-", "04-", "05-", "06-"]
 
 
 @pytest.mark.parametrize("path", PATHS, ids=lambda p: p.stem)

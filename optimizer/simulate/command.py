@@ -1,6 +1,6 @@
 """The ``vcopt simulate`` command: its options, their checks, and one run per engine on the
-same timeline, written out at the end (the command module only loads the input and maps the
-outcome to an exit code)."""
+same timeline (per engine and what-if variant with ``--what-if``), written out at the end (the
+command module only loads the input and maps the outcome to an exit code)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from ..options import SolveOptions
 from ..solve import ENGINES
 from .cycle import InvalidState
 from .results import jobs_csv, series_csv, table, to_json
-from .run import simulate
+from .variants import Scenario, Setup, load_what_if, run_on_dask, simulation_png
 
 OPTIMIZER = "cpsat"
 """The engine ``--optimize-every`` runs periodically."""
@@ -71,6 +71,20 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "restarts from scratch",
     )
     p.add_argument("--seed", type=int, default=0, help="random seed of both engines (default 0)")
+    p.add_argument(
+        "--what-if",
+        metavar="SWEEP",
+        help="also simulate each variant of this sweep file (the format vcopt sweep reads: "
+        "nodes added or removed, queues, TDM windows, topology limits, plugin arguments) on "
+        "the same jobs and arrivals, with every engine, on Dask; the instance as given is "
+        "variant base",
+    )
+    p.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="run the simulations on the Dask scheduler at this address (default: a local "
+        "cluster of two worker processes when there are variants, else in this process)",
+    )
     p.add_argument(
         "--no-verify", action="store_true", help="do not verify each cycle's plan (faster)"
     )
@@ -169,31 +183,24 @@ def run(args: argparse.Namespace, instance: Instance) -> str:
     """Every engine's run on ``instance``'s timeline; the outputs written, the comparison
     table returned. :class:`InvalidState` when a cycle's plan fails verification."""
     chosen = settings(args, instance)
-    options = SolveOptions(time_limit=args.cycle_limit, seed=args.seed, quiet=True, reasons=False)
-
-    def progress(at: object, seconds: float, events: int, cycles: int) -> None:
-        print(
-            f"simulated {at}  wall {seconds:.1f}s  events {events}  cycles {cycles}",
-            file=sys.stderr,
-        )
-
-    runs = []
-    for engine in chosen.engines:
-        every = chosen.optimize_every if engine == OPTIMIZER else None
-        runs.append(
-            simulate(
-                instance,
-                engine,
-                options,
-                until=chosen.until,
-                period=chosen.period,
-                resume=args.resume,
-                check=not args.no_verify,
-                progress=None if args.quiet else _throttled(progress),
-                optimize_every=every,
-                name=engine if every is None else f"{engine}@{args.optimize_every}",
-            )
-        )
+    options = SolveOptions.of(time_limit=args.cycle_limit, seed=args.seed)
+    variants: list[tuple[str | None, Instance]] = [(None, instance)]
+    if args.what_if is not None:
+        what_if = load_what_if(args.what_if, instance)
+        variants = list(what_if.variants)
+        for warning in [] if args.quiet else what_if.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+    scenarios = []
+    for variant, changed in variants:
+        for engine in chosen.engines:
+            every = chosen.optimize_every if engine == OPTIMIZER else None
+            name = engine if every is None else f"{engine}@{args.optimize_every}"
+            scenarios.append(Scenario(variant, changed, engine, name, every))
+    setup = Setup(options, chosen.until, chosen.period, args.resume, not args.no_verify)
+    if len(variants) > 1 or args.dask is not None:
+        runs = run_on_dask(scenarios, setup, args.dask, None if args.quiet else _finished)
+    else:
+        runs = [s.run(setup, None if args.quiet else _throttled(_progress)) for s in scenarios]
     outputs: list[tuple[str, str]] = []
     if args.jobs_out:
         outputs.append((args.jobs_out, jobs_csv(runs)))
@@ -202,12 +209,19 @@ def run(args: argparse.Namespace, instance: Instance) -> str:
     if args.json:
         outputs.append((args.json, to_json(runs)))
     if args.plot:
-        from ..figures import png_bytes
-        from ..figures.simulation import simulation_figure
-
-        outputs.append((args.plot, png_bytes(simulation_figure(runs, instance.name))))
+        outputs.append((args.plot, simulation_png(runs, instance.name)))
     write_all(outputs)
     return table(runs)
+
+
+def _progress(at: object, seconds: float, events: int, cycles: int) -> None:
+    print(f"simulated {at}  wall {seconds:.1f}s  events {events}  cycles {cycles}", file=sys.stderr)
+
+
+def _finished(scenario: Scenario, done: int, total: int, seconds: float) -> None:
+    """A line per simulation done on Dask: a run there reports nothing until it ends."""
+    run = scenario.name if scenario.variant is None else f"{scenario.variant} with {scenario.name}"
+    print(f"simulated {run}  ({done} of {total})  wall {seconds:.1f}s", file=sys.stderr)
 
 
 def _throttled(report: Callable[..., None], every: float = 5.0) -> Callable[..., None]:

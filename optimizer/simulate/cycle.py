@@ -43,6 +43,10 @@ class InvalidState(Exception):
             + format_violations(violations)
         )
 
+    def __reduce__(self) -> tuple[type[InvalidState], tuple[datetime, str, list[Violation]]]:
+        """Rebuilt from its fields: a run on a Dask worker raises it in the command too."""
+        return (InvalidState, (self.time, self.engine, self.violations))
+
 
 def run_cycle(state: SimState, engine: str, options: SolveOptions, check: bool) -> Cycle:
     """Solve the state at ``state.now`` with ``engine``, verify the plan (``check``), apply it."""

@@ -3,6 +3,9 @@ compare engines (per queue: jobs, waits, GPU-hours, time starved and the share e
 deserved; for the cluster: evictions, restarts and the GPU time restarts threw away), with
 their CSV, JSON and table forms.
 
+Runs of ``vcopt simulate --what-if`` carry the variant they simulated, and every output then
+leads with it (a ``variant`` column or key); a plain run's outputs have none.
+
 Times are RFC 3339 in UTC, empty when a job never started or never ended. A job's wait is
 from its arrival to its first start; the wait statistics of a queue are over the jobs that
 started (the ones that never did are counted apart), with percentiles interpolated linearly
@@ -119,6 +122,13 @@ class EngineRun:
     """The queues of the series points' per-queue levels, in order."""
     gpu_total: int = 0
     """The cluster's GPUs (healthy devices, and plain device-plugin GPUs)."""
+    variant: str | None = None
+    """The what-if variant of the timeline's cluster this run simulated; None for a run
+    without variants."""
+
+    def tagged(self, row: dict[str, Any]) -> dict[str, Any]:
+        """``row`` led by the run's variant, when it has one."""
+        return row if self.variant is None else {"variant": self.variant, **row}
 
     def queues(self) -> list[QueueSummary]:
         grouped: dict[str, list[JobRecord]] = {}
@@ -161,18 +171,20 @@ class EngineRun:
         return sum(r.lost_gpu_s for r in self.jobs) / 3600
 
     def summary(self) -> dict[str, Any]:
-        return {
-            "engine": self.engine,
-            "start": stamp(self.start),
-            "end": stamp(self.end),
-            "events": self.events,
-            "cycles": self.cycles,
-            "wall_seconds": round(self.wall_seconds, 3),
-            "evictions": self.evictions,
-            "restarts": self.restarts,
-            "lost_gpu_hours": round(self.lost_gpu_hours, 6),
-            "queues": [{k: _rounded(v) for k, v in vars(q).items()} for q in self.queues()],
-        }
+        return self.tagged(
+            {
+                "engine": self.engine,
+                "start": stamp(self.start),
+                "end": stamp(self.end),
+                "events": self.events,
+                "cycles": self.cycles,
+                "wall_seconds": round(self.wall_seconds, 3),
+                "evictions": self.evictions,
+                "restarts": self.restarts,
+                "lost_gpu_hours": round(self.lost_gpu_hours, 6),
+                "queues": [{k: _rounded(v) for k, v in vars(q).items()} for q in self.queues()],
+            }
+        )
 
 
 def _rounded(value: object) -> object:
@@ -198,12 +210,17 @@ QUEUE_COLUMNS = ("held_gpus", "deserved_gpus", "waiting_gpus")
 """Per queue, after :data:`SERIES_COLUMNS`: ``<column>:<queue>``."""
 
 
+def _lead(runs: Sequence[EngineRun]) -> tuple[str, ...]:
+    """The column before the documented ones: ``variant`` when the runs are variants'."""
+    return ("variant",) if any(run.variant is not None for run in runs) else ()
+
+
 def jobs_csv(runs: Sequence[EngineRun]) -> str:
     out = io.StringIO()
-    writer = csv.DictWriter(out, JOB_COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(out, (*_lead(runs), *JOB_COLUMNS), lineterminator="\n")
     writer.writeheader()
     for run in runs:
-        writer.writerows(record.row(run.engine) for record in run.jobs)
+        writer.writerows(run.tagged(record.row(run.engine)) for record in run.jobs)
     return out.getvalue()
 
 
@@ -213,11 +230,13 @@ def series_csv(runs: Sequence[EngineRun]) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     names = runs[0].queue_names if runs else ()
-    writer.writerow((*SERIES_COLUMNS, *(f"{c}:{q}" for q in names for c in QUEUE_COLUMNS)))
+    lead = _lead(runs)
+    writer.writerow((*lead, *SERIES_COLUMNS, *(f"{c}:{q}" for q in names for c in QUEUE_COLUMNS)))
     for run in runs:
+        variant = (run.variant,) if lead else ()
         for point in run.series:
             levels = (round(v, 6) for level in point.queues for v in level)
-            writer.writerow((run.engine, stamp(point.time), *point[1:4], *levels))
+            writer.writerow((*variant, run.engine, stamp(point.time), *point[1:4], *levels))
     return out.getvalue()
 
 
@@ -239,7 +258,7 @@ def to_json(runs: Sequence[EngineRun]) -> str:
         "engines": [
             {
                 **run.summary(),
-                "jobs": [record.row(run.engine) for record in run.jobs],
+                "jobs": [run.tagged(record.row(run.engine)) for record in run.jobs],
                 "series": [_point(run, p) for p in run.series],
             }
             for run in runs
@@ -257,9 +276,16 @@ def _ratio(value: float | None) -> str:
 
 
 def table(runs: Sequence[EngineRun]) -> str:
-    """Engines side by side: per queue, then for the cluster."""
+    """Engines side by side: per queue, then for the cluster; each row led by its run's
+    variant when the runs are variants'."""
+    lead = _lead(runs)
+
+    def led(run: EngineRun, *cells: str) -> tuple[str, ...]:
+        return (run.variant or "", *cells) if lead else cells
+
     rows = [
         (
+            *lead,
             "engine",
             "queue",
             "jobs",
@@ -276,7 +302,8 @@ def table(runs: Sequence[EngineRun]) -> str:
     for run in runs:
         for q in run.queues():
             rows.append(
-                (
+                led(
+                    run,
                     run.engine,
                     q.queue,
                     str(q.jobs),
@@ -290,10 +317,13 @@ def table(runs: Sequence[EngineRun]) -> str:
                     _ratio(q.share_error),
                 )
             )
-    cluster = [("engine", "cycles", "events", "evictions", "restarts", "lost GPU-h", "wall s")]
+    cluster = [
+        (*lead, "engine", "cycles", "events", "evictions", "restarts", "lost GPU-h", "wall s")
+    ]
     for run in runs:
         cluster.append(
-            (
+            led(
+                run,
                 run.engine,
                 str(run.cycles),
                 str(run.events),
@@ -303,15 +333,18 @@ def table(runs: Sequence[EngineRun]) -> str:
                 f"{run.wall_seconds:.1f}",
             )
         )
-    return _aligned(rows) + "\n" + _aligned(cluster)
+    names = len(lead) + 2
+    return _aligned(rows, names) + "\n" + _aligned(cluster, names)
 
 
-def _aligned(rows: list[tuple[str, ...]]) -> str:
+def _aligned(rows: list[tuple[str, ...]], names: int) -> str:
+    """Columns padded to their widest cell: the first ``names`` (words) to the left, the
+    numbers to the right."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
     for n, row in enumerate(rows):
         cells = [
-            c.ljust(w) if i < 2 else c.rjust(w)
+            c.ljust(w) if i < names else c.rjust(w)
             for i, (c, w) in enumerate(zip(row, widths, strict=True))
         ]
         lines.append("  ".join(cells).rstrip())

@@ -23,7 +23,7 @@ def test_zero_length_simulation_is_the_greedy_snapshot_plan(name: str) -> None:
     # until = now: the one cycle at now sees the file's own snapshot, so it must decide
     # exactly what `vcopt solve --engine greedy` decides.
     instance = load(INSTANCES / name)
-    options = SolveOptions(quiet=True)
+    options = SolveOptions()
     run = simulate(instance, "greedy", options, until=instance.now, keep_plans=True)
     expected = solve(instance, "greedy", options)
     assert len(run.plans) == 1
@@ -149,5 +149,5 @@ def test_the_snapshot_holds_only_the_jobs_that_have_arrived(tmp_path: Path) -> N
     instance = load(path)
     assert [j.name for j in instance.jobs] == ["now"]
     assert [j.name for j in instance.arrivals] == ["later"]
-    plan = solve(instance, "greedy", SolveOptions(time_limit=10))
+    plan = solve(instance, "greedy", SolveOptions.of(time_limit=10))
     assert [p.pod for p in plan.placements] == ["default/now-w-0"]

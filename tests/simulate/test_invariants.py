@@ -38,7 +38,7 @@ def test_random_timelines_keep_the_invariants(spec: list[tuple[int, int, int, in
         ],
     )
     sim = instance(doc)
-    run = simulate(sim, "greedy", SolveOptions(quiet=True), check=True, keep_plans=True)
+    run = simulate(sim, "greedy", SolveOptions(), check=True, keep_plans=True)
     capacity = NODES * GPUS_PER_NODE
     assert all(0 <= p.gpus_allocated <= capacity for p in run.series)
     assert all(p.pending_jobs + p.running_jobs <= len(spec) for p in run.series)

@@ -57,7 +57,7 @@ def test_cpsat_runs_once_a_period_and_greedy_between(monkeypatch: pytest.MonkeyP
     run = simulate(
         instance(_timeline()),
         "cpsat",
-        SolveOptions(quiet=True, time_limit=5),
+        SolveOptions.of(time_limit=5),
         optimize_every=timedelta(minutes=10),
         name="cpsat@10m",
     )
@@ -91,7 +91,7 @@ def test_without_the_option_cpsat_decides_every_cycle(monkeypatch: pytest.Monkey
         return decide(snapshot, engine, options)
 
     monkeypatch.setattr(cycle, "decide", spy)
-    run = simulate(instance(_timeline()), "cpsat", SolveOptions(quiet=True, time_limit=5))
+    run = simulate(instance(_timeline()), "cpsat", SolveOptions.of(time_limit=5))
     assert engines == ["cpsat"] * 9
     assert run.engine == "cpsat"
 

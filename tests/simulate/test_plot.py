@@ -20,7 +20,7 @@ from optimizer.simulate import simulate
 @pytest.fixture(scope="module")
 def figure():
     sim = instance(two_queues())
-    options = SolveOptions(quiet=True, time_limit=5)
+    options = SolveOptions.of(time_limit=5)
     runs = [
         simulate(sim, "greedy", options),
         simulate(sim, "cpsat", options, optimize_every=timedelta(minutes=10), name="cpsat@10m"),

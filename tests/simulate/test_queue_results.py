@@ -32,7 +32,7 @@ def at(text: str) -> datetime:
 
 
 def test_starved_time_and_share_error_per_queue() -> None:
-    run = simulate(instance(two_queues()), "greedy", SolveOptions(quiet=True))
+    run = simulate(instance(two_queues()), "greedy", SolveOptions())
     assert run.end == at("15:30:00")
     queues = {q.queue: q for q in run.queues()}
     assert queues["qa"].starved_hours == 0
@@ -67,19 +67,19 @@ def test_a_queue_holding_all_it_wants_below_its_deserved_has_no_share_error() ->
         scheduler=CAPACITY,
     )
     doc["queues"] = [{"name": "root"}, {"name": "default", "deserved": {"nvidia.com/gpu": 4}}]
-    run = simulate(instance(doc), "greedy", SolveOptions(quiet=True))
+    run = simulate(instance(doc), "greedy", SolveOptions())
     (queue,) = run.queues()
     assert queue.starved_hours == pytest.approx(1.0)
     assert queue.share_error == pytest.approx(0.5)
     assert queue.p99_wait_s == pytest.approx(0.99 * 3600)  # waits 0 and 3,600 s
     doc["jobs"] = doc["jobs"][:1]
-    (alone,) = simulate(instance(doc), "greedy", SolveOptions(quiet=True)).queues()
+    (alone,) = simulate(instance(doc), "greedy", SolveOptions()).queues()
     assert alone.share_error == 0
     assert alone.starved_hours == 0
 
 
 def test_the_series_holds_each_queue_level() -> None:
-    run = simulate(instance(two_queues()), "greedy", SolveOptions(quiet=True))
+    run = simulate(instance(two_queues()), "greedy", SolveOptions())
     assert run.queue_names == ("qa", "qb")
     assert [(p.time, p.queues) for p in run.series] == [
         (at("14:00:00"), (QueueLevel(2, 2, 0), QueueLevel(0, 0, 0))),

@@ -34,7 +34,7 @@ def test_gang_waits_for_the_completion_that_frees_its_room() -> None:
             gpu_job("pair", 2, 2, duration="1h", arrival="5m"),
         ],
     )
-    run = simulate(instance(doc), "greedy", SolveOptions(quiet=True))
+    run = simulate(instance(doc), "greedy", SolveOptions())
     jobs = records(run)
     assert jobs["big"].start == at("2026-11-30T14:00:00")
     assert jobs["big"].end == at("2026-11-30T14:30:00")
@@ -106,7 +106,7 @@ def test_window_close_evicts_one_pod_per_period() -> None:
     run = simulate(
         instance(_window_close()),
         "greedy",
-        SolveOptions(quiet=True),
+        SolveOptions(),
         until=at("2026-11-30T22:00:00"),
         keep_plans=True,
     )
@@ -124,7 +124,7 @@ def test_window_close_evicts_one_pod_per_period() -> None:
 def test_evicted_job_restarts_from_scratch_when_the_window_opens() -> None:
     # After the restart at 21:01:01 the zone stays closed until 08:00:00 the next day, when a
     # cycle places both pods again; from scratch, the job then runs its full 2 h: 10:00.
-    run = simulate(instance(_window_close()), "greedy", SolveOptions(quiet=True))
+    run = simulate(instance(_window_close()), "greedy", SolveOptions())
     spot = records(run)["spot"]
     assert spot.end == at("2026-12-01T10:00:00")
     assert spot.restarts == 1
@@ -135,7 +135,7 @@ def test_evicted_job_restarts_from_scratch_when_the_window_opens() -> None:
 def test_resume_keeps_the_work_done() -> None:
     # With --resume the first run's 2 min 1 s (20:59:00 to 21:01:01) count: 2 h - 121 s after
     # 08:00 is 09:57:59, and nothing is lost.
-    run = simulate(instance(_window_close()), "greedy", SolveOptions(quiet=True), resume=True)
+    run = simulate(instance(_window_close()), "greedy", SolveOptions(), resume=True)
     spot = records(run)["spot"]
     assert spot.end == at("2026-12-01T08:00:00") + timedelta(hours=2, seconds=-121)
     assert spot.lost_gpu_s == 0
@@ -157,7 +157,7 @@ def test_started_at_sets_the_remaining_time() -> None:
             gpu_job("next", 1, 1, duration=600),
         ],
     )
-    run = simulate(instance(doc), "greedy", SolveOptions(quiet=True))
+    run = simulate(instance(doc), "greedy", SolveOptions())
     jobs = records(run)
     assert jobs["run"].end == at("2026-11-30T14:20:00")
     # "next" (600 s) waits for the GPU: it starts at 14:20 and ends at 14:30.
@@ -169,6 +169,6 @@ def test_cycles_follow_changes_not_the_clock() -> None:
     # One job, there at now, runs 3 h on a free node: one cycle places it, then nothing can
     # change until it ends. A cycle per simulated second would be 10,800 cycles.
     doc = document([gpu_node("n1", 1)], [gpu_job("long", 1, 1, duration="3h")])
-    run = simulate(instance(doc), "greedy", SolveOptions(quiet=True))
+    run = simulate(instance(doc), "greedy", SolveOptions())
     assert run.cycles == 1
     assert records(run)["long"].end == at("2026-11-30T17:00:00")
