@@ -24,7 +24,7 @@ from .plan import PENDING, Plan
 from .progress import Progress
 from .reasons.annotate import MAX_NODES, REASON_SECONDS, REASON_SHARE, annotate
 from .reasons.position import queue_positions
-from .result import Status
+from .result import Result, Status
 
 ENGINES = ("cpsat", "greedy")
 REPORT_PER_OBJECT = 4e-4
@@ -37,7 +37,15 @@ def with_metrics(
 ) -> Plan:
     """The plan with its metrics; fragmentation against ``typical_mix`` (``--typical-mix``),
     else the instance's own mix: the mix the CP-SAT objective optimises is the one reported."""
-    return plan.replace(metrics=measure(instance, plan, typical_mix).as_dict())
+    return measured(instance, plan, typical_mix).plan
+
+
+def measured(
+    instance: Instance, plan: Plan, typical_mix: tuple[TypicalTask, ...] | None = None
+) -> Result:
+    """The plan and its metrics, typed; the plan carries them too (its ``metrics`` section)."""
+    metrics = measure(instance, plan, typical_mix)
+    return Result(plan.replace(metrics=metrics.as_dict()), metrics)
 
 
 def _report_seconds(instance: Instance) -> float:
@@ -102,14 +110,27 @@ def solve(
     up to a tenth of the limit, kept back from the search: a caller that only wants the
     placements (a replay, a loop of solves) gives it to the search, and pending jobs keep the
     engine's own short reason (Volcano's message when the plan is greedy's)."""
+    return solve_result(instance, engine, options, progress, started, reasons).plan
+
+
+def solve_result(
+    instance: Instance,
+    engine: str = "cpsat",
+    options: SolveOptions | None = None,
+    progress: Progress | None = None,
+    started: float | None = None,
+    reasons: bool = True,
+) -> Result:
+    """:func:`solve`'s answer, typed: the plan, how its search ended and its metrics
+    (``print(result)`` shows them in a few lines)."""
     options = options or SolveOptions()
     plan, budget = _decide(instance, engine, options, progress, started, reasons)
     mix = options.objective.typical_mix
     if engine == "greedy":
-        return with_metrics(instance, annotated(instance, plan), mix)
+        return measured(instance, annotated(instance, plan), mix)
     if progress is not None:
         progress.phase("metrics")
-    return with_metrics(instance, annotated(instance, plan, budget, wanted=reasons), mix)
+    return measured(instance, annotated(instance, plan, budget, wanted=reasons), mix)
 
 
 def decide(instance: Instance, engine: str = "cpsat", options: SolveOptions | None = None) -> Plan:
