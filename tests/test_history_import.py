@@ -185,7 +185,7 @@ queues: [{name: team, parent: root}]
 
 @pytest.mark.parametrize(
     ("preemptable", "urgent_starts", "batch_evicted"),
-    [("true", 11, 1), ("", 11, 1), ("false", 1000, 0)],
+    [("true", 40, 1), ("", 40, 1), ("false", 1000, 0)],
 )
 def test_preemptable_is_what_the_row_says(
     preemptable: str, urgent_starts: int, batch_evicted: int, tmp_path: Path
@@ -193,8 +193,8 @@ def test_preemptable_is_what_the_row_says(
     """One 4-GPU node, a preempt action. batch (class low, 4 GPUs, 1,000 s) starts at now;
     urgent (class high, 4 GPUs, 100 s) arrives 10 s later. Preemptable true, or left empty
     (Volcano reads a pod without the annotation as preemptable): the cycle at 10 s evicts
-    batch and the next (1 s later) binds urgent. False: batch is no victim, so urgent waits
-    for its end at 1,000 s."""
+    batch, whose pod leaves after Kubernetes' default grace period of 30 s, and the cycle at
+    40 s binds urgent. False: batch is no victim, so urgent waits for its end at 1,000 s."""
     jobs = (
         "job,queue,submit_time,duration,gpus,priority_class,preemptable\n"
         f"batch,team,2026-02-01T14:00:00Z,1000,4,low,{preemptable}\n"

@@ -177,17 +177,18 @@ def _simulated(tmp_path: Path, spot_type: str) -> dict[str, Any]:
 
 def test_an_hp_job_preempts_a_spot_job_of_its_organisation(tmp_path: Path) -> None:
     """One 8-GPU node. s1 (Spot, 8 GPUs, 1,000 s) starts at 0; h1 (HP, 8 GPUs, 100 s) arrives
-    at 10 s. The cycle at 10 s preempts s1 (low priority, preemptable, same queue) and
-    pipelines h1, which the next cycle (schedule period 1 s) binds at 11 s; it ends at 111 s.
-    s1 fell below its gang, so it restarts from scratch: it starts again when h1 ends and runs
-    its full 1,000 s, to 1,111 s; its 10 s on 8 GPUs are lost."""
+    at 10 s. The cycle at 10 s preempts s1 (low priority, preemptable, same queue); s1's pod
+    leaves after Kubernetes' default grace period of 30 s, and the cycle at 40 s binds h1; it
+    ends at 140 s. s1 fell below its gang, so it restarts from scratch: it starts again when
+    h1 ends and runs its full 1,000 s, to 1,140 s; its 40 s on 8 GPUs (to its pod's release)
+    are lost."""
     jobs = _simulated(tmp_path, "Spot")
     at = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
     h1, s1 = jobs["h1"], jobs["s1"]
-    assert h1.start.timestamp() - at == 11
-    assert h1.end.timestamp() - at == 111
-    assert (s1.evictions, s1.restarts, s1.lost_gpu_s) == (1, 1, 80)
-    assert s1.end.timestamp() - at == 1111
+    assert h1.start.timestamp() - at == 40
+    assert h1.end.timestamp() - at == 140
+    assert (s1.evictions, s1.restarts, s1.lost_gpu_s) == (1, 1, 320)
+    assert s1.end.timestamp() - at == 1140
 
 
 def test_an_hp_job_waits_for_another_hp_job(tmp_path: Path) -> None:

@@ -8,11 +8,12 @@ what-if variants of its cluster, on Dask.
 
 from .cycle import InvalidState
 from .results import EngineRun, JobRecord, SeriesPoint, jobs_csv, series_csv, table, to_json
-from .run import DEFAULT_PERIOD, Simulation, simulate
+from .run import DEFAULT_GRACE, DEFAULT_PERIOD, Simulation, simulate
 from .variants import BASE, Scenario, Setup, load_what_if, run_on_dask
 
 __all__ = [
     "BASE",
+    "DEFAULT_GRACE",
     "DEFAULT_PERIOD",
     "EngineRun",
     "InvalidState",

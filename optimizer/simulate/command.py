@@ -65,6 +65,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="the least time between two cycles, Volcano's --schedule-period (default 1s)",
     )
     p.add_argument(
+        "--grace-period",
+        default="30s",
+        metavar="DURATION",
+        help="how long an evicted pod goes on holding its node, resources and GPUs before it "
+        "is gone, Kubernetes' terminationGracePeriodSeconds (default 30s, Kubernetes' "
+        "default; 0: the room is free at once)",
+    )
+    p.add_argument(
         "--resume",
         action="store_true",
         help="a job that loses its gang keeps the work done (checkpointing); default: it "
@@ -113,11 +121,12 @@ class Settings:
     until: datetime | None
     period: timedelta
     optimize_every: timedelta | None
+    grace: timedelta
 
 
 def settings(args: argparse.Namespace, instance: Instance) -> Settings:
-    """``--engines``, ``--until``, ``--schedule-period`` and ``--optimize-every``
-    (``--cycle-limit`` checked too), every problem reported at once."""
+    """``--engines``, ``--until``, ``--schedule-period``, ``--optimize-every`` and
+    ``--grace-period`` (``--cycle-limit`` checked too), every problem reported at once."""
     problems = []
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     unknown = [e for e in engines if e not in ENGINES]
@@ -146,10 +155,11 @@ def settings(args: argparse.Namespace, instance: Instance) -> Settings:
                     field="--until",
                 )
             )
-    period = _positive_duration(args.schedule_period, "--schedule-period", problems)
+    period = _duration(args.schedule_period, "--schedule-period", problems)
+    grace = _duration(args.grace_period, "--grace-period", problems, zero=True)
     every = None
     if args.optimize_every is not None:
-        every = _positive_duration(args.optimize_every, "--optimize-every", problems)
+        every = _duration(args.optimize_every, "--optimize-every", problems)
         if OPTIMIZER not in engines:
             problems.append(
                 Problem(
@@ -162,19 +172,23 @@ def settings(args: argparse.Namespace, instance: Instance) -> Settings:
         problems.append(Problem("must be a number of seconds above 0", field="--cycle-limit"))
     if problems:
         raise InputError(problems)
-    assert period is not None  # else a problem was raised
-    return Settings(engines, until, period, every)
+    assert period is not None and grace is not None  # else a problem was raised
+    return Settings(engines, until, period, every, grace)
 
 
-def _positive_duration(text: str, option: str, problems: list[Problem]) -> timedelta | None:
-    """A Go duration above 0, or None with the problem (naming the value) added."""
+def _duration(
+    text: str, option: str, problems: list[Problem], zero: bool = False
+) -> timedelta | None:
+    """A Go duration above 0 (or of 0 and more, with ``zero``), or None with the problem
+    (naming the value) added."""
     try:
         value = parse_go_duration(text)
     except ValueError as err:
         problems.append(Problem(str(err), field=option))
         return None
-    if value <= timedelta(0):
-        problems.append(Problem(f"must be a Go duration above 0, got {text!r}", field=option))
+    if value < timedelta(0) or (value == timedelta(0) and not zero):
+        least = "of 0 or more" if zero else "above 0"
+        problems.append(Problem(f"must be a Go duration {least}, got {text!r}", field=option))
         return None
     return value
 
@@ -196,7 +210,9 @@ def run(args: argparse.Namespace, instance: Instance) -> str:
             every = chosen.optimize_every if engine == OPTIMIZER else None
             name = engine if every is None else f"{engine}@{args.optimize_every}"
             scenarios.append(Scenario(variant, changed, engine, name, every))
-    setup = Setup(options, chosen.until, chosen.period, args.resume, not args.no_verify)
+    setup = Setup(
+        options, chosen.until, chosen.period, args.resume, not args.no_verify, chosen.grace
+    )
     if len(variants) > 1 or args.dask is not None:
         runs = run_on_dask(scenarios, setup, args.dask, None if args.quiet else _finished)
     else:

@@ -1,9 +1,9 @@
 """The simulation's clock: a queue of future events, taken in time order.
 
 Events at the same instant are taken in a fixed order of kinds, so that a run is
-reproducible and a cycle at an instant sees every change of that instant: completions first
-(their room is free for the cycle), then arrivals, TDM window changes and pacing wake-ups.
-Within a kind, events keep the order they were scheduled in.
+reproducible and a cycle at an instant sees every change of that instant: completions and
+releases first (their room is free for the cycle), then arrivals, TDM window changes and pacing
+wake-ups. Within a kind, events keep the order they were scheduled in.
 """
 
 from __future__ import annotations
@@ -22,9 +22,11 @@ class Kind(IntEnum):
     """What happens; the value orders events of one instant."""
 
     COMPLETION = 0
-    ARRIVAL = 1
-    WINDOW = 2
-    WAKE = 3
+    RELEASE = 1
+    """Evicted pods of a job are gone, their grace period over."""
+    ARRIVAL = 2
+    WINDOW = 3
+    WAKE = 4
     """A TDM eviction round is due again (``tdm.evict.period`` after the last one)."""
 
 
@@ -34,7 +36,7 @@ class Event:
     kind: Kind
     seq: int
     subject: str = field(compare=False, default="")
-    """The job key (arrival, completion) or the zone (window)."""
+    """The job key (arrival, completion, release) or the zone (window)."""
     generation: int = field(compare=False, default=0)
     """For a completion: the run it ends; a restarted job's earlier completion is stale."""
 

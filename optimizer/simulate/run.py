@@ -1,11 +1,12 @@
 """The event loop: from the instance's ``now`` to ``until`` (or until nothing can change).
 
-Events (arrivals, completions, TDM window changes, eviction-round wake-ups) change the
-state; a scheduling cycle runs when something changed and there is work a cycle could do
-(an unbound pod, or a preemptable pod on a closed revocable zone), at most one per schedule
-period, as Volcano's scheduler loop would. A cycle that changed nothing leaves the state as
-it was, and Volcano's next cycle on the same state decides the same, so no cycle runs until
-the next event: time jumps from event to event, never one simulated second at a time.
+Events (arrivals, completions, evicted pods gone at the end of their grace period, TDM window
+changes, eviction-round wake-ups) change the state; a scheduling cycle runs when something
+changed and there is work a cycle could do (an unbound pod, or a preemptable pod on a closed
+revocable zone), at most one per schedule period, as Volcano's scheduler loop would. A cycle
+that changed nothing leaves the state as it was, and Volcano's next cycle on the same state
+decides the same, so no cycle runs until the next event: time jumps from event to event,
+never one simulated second at a time.
 
 With ``optimize_every``, the engine runs only on cycles at least that long after its last
 cycle and greedy (Volcano) on the cycles between, as a periodic optimiser beside Volcano
@@ -33,6 +34,9 @@ from .state import FUTURE, STARTED, SimState
 
 DEFAULT_PERIOD = timedelta(seconds=1)
 """Volcano's ``--schedule-period`` default."""
+DEFAULT_GRACE = timedelta(seconds=30)
+"""How long an evicted pod holds its room: Kubernetes' default
+``terminationGracePeriodSeconds``, which instances do not carry per pod."""
 IDLE_DAY = timedelta(days=1)
 """Without ``until``, a run ends once only window changes are left and either no job is
 pending or running, or a whole day of them has changed nothing: windows repeat daily, so
@@ -59,6 +63,7 @@ class Simulation:
         progress: Progress | None = None,
         optimize_every: timedelta | None = None,
         name: str | None = None,
+        grace: timedelta = DEFAULT_GRACE,
     ) -> None:
         self.engine = engine
         self.name = name or engine
@@ -73,7 +78,7 @@ class Simulation:
         self.check = check
         self.keep_plans = keep_plans
         self.progress = progress
-        self.state = SimState(instance, resume)
+        self.state = SimState(instance, resume, grace)
         self.queue = EventQueue()
         self.tdm = instance.tdm
         self.shuffles = SHUFFLE_ACTION in instance.scheduler.actions
@@ -191,6 +196,8 @@ class Simulation:
             run = state.runs[key]
             if run.left is not None:
                 self.queue.push(at + run.left, Kind.COMPLETION, key, run.generation)
+        for when, key in cycle.change.releases:
+            self.queue.push(when, Kind.RELEASE, key)
         if cycle.change.changed:
             self.last_change = at
         if cycle.tdm_round:
@@ -207,10 +214,12 @@ class Simulation:
             self.events += 1
             if event.kind is Kind.ARRIVAL:
                 state.arrive(event.subject)
-            elif event.kind is Kind.COMPLETION and not state.complete(
-                event.subject, event.generation
-            ):
-                continue
+            elif event.kind is Kind.COMPLETION:
+                if not state.complete(event.subject, event.generation):
+                    continue
+            elif event.kind is Kind.RELEASE:
+                if not state.release(event.subject):
+                    continue
             elif event.kind is Kind.WINDOW:
                 self._next_window(event.subject, at)
                 changed = True
@@ -249,10 +258,12 @@ def simulate(
     progress: Progress | None = None,
     optimize_every: timedelta | None = None,
     name: str | None = None,
+    grace: timedelta = DEFAULT_GRACE,
 ) -> EngineRun:
     """Run ``engine`` over the instance's timeline (the arguments as :class:`Simulation`'s:
     ``optimize_every`` runs it on cycles that far apart and greedy between, ``name`` names
-    the run in every output, the engine's name by default)."""
+    the run in every output, the engine's name by default, ``grace`` is how long an evicted
+    pod holds its room)."""
     simulation = Simulation(
         instance,
         engine,
@@ -265,5 +276,6 @@ def simulate(
         progress=progress,
         optimize_every=optimize_every,
         name=name,
+        grace=grace,
     )
     return simulation.run()

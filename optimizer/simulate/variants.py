@@ -25,7 +25,7 @@ from models.instance import Instance
 
 from ..options import SolveOptions
 from .results import EngineRun
-from .run import Progress, simulate
+from .run import DEFAULT_GRACE, Progress, simulate
 
 BASE = "base"
 """The variant name of the instance as given."""
@@ -84,6 +84,7 @@ class Setup:
     period: timedelta
     resume: bool
     check: bool
+    grace: timedelta = DEFAULT_GRACE
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ class Scenario:
             progress=progress,
             optimize_every=self.optimize_every,
             name=self.name,
+            grace=setup.grace,
         )
         return replace(run, variant=self.variant)
 

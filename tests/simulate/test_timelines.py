@@ -102,13 +102,15 @@ def test_window_close_evicts_one_pod_per_period() -> None:
     # The first round evicts one pod (budget 1); the job keeps its gang of 1 and runs on. The
     # next round is due one evict period later, 21:01:01, and takes the second pod: the job
     # falls below its gang and restarts. It had held 1 GPU on z1 for 61 s and 1 GPU on z2 for
-    # 121 s since 20:59:00, which the restart from scratch throws away: 182 GPU-seconds.
+    # 121 s since 20:59:00, which the restart from scratch throws away: 182 GPU-seconds (with
+    # no grace period: evicted pods leave at once).
     run = simulate(
         instance(_window_close()),
         "greedy",
         SolveOptions(),
         until=at("2026-11-30T22:00:00"),
         keep_plans=True,
+        grace=timedelta(0),
     )
     assert _evictions(run) == [
         (at("2026-11-30T21:00:01"), 1),
