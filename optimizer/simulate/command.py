@@ -18,7 +18,7 @@ from models.instance import Instance
 from models.io.values import as_utc, read_datetime
 
 from ..atomic import write_all
-from ..options import SolveOptions
+from ..options import OptionError, SolveOptions
 from ..solve import ENGINES
 from .cycle import InvalidState
 from .results import jobs_csv, series_csv, table, to_json
@@ -73,6 +73,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "default; 0: the room is free at once)",
     )
     p.add_argument(
+        "--max-evictions",
+        type=int,
+        metavar="N",
+        help="each cpsat cycle evicts at most N running pods (default: no cap; Volcano's "
+        "greedy cycles keep their own evictions)",
+    )
+    p.add_argument(
         "--resume",
         action="store_true",
         help="a job that loses its gang keeps the work done (checkpointing); default: it "
@@ -97,12 +104,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--no-verify", action="store_true", help="do not verify each cycle's plan (faster)"
     )
     p.add_argument(
-        "--jobs", dest="jobs_out", metavar="CSV", help="write one row per job and engine here"
+        "--jobs",
+        dest="jobs_out",
+        metavar="CSV",
+        help="write one row per job and engine here (Parquet when the name ends in .parquet)",
     )
     p.add_argument(
         "--series",
         metavar="CSV",
-        help="write the time series (GPUs allocated, pending and running jobs) here",
+        help="write the time series (GPUs allocated, pending and running jobs) here (Parquet "
+        "when the name ends in .parquet)",
     )
     p.add_argument("--json", help="write the summaries, the jobs and the series as JSON here")
     p.add_argument(
@@ -197,7 +208,12 @@ def run(args: argparse.Namespace, instance: Instance) -> str:
     """Every engine's run on ``instance``'s timeline; the outputs written, the comparison
     table returned. :class:`InvalidState` when a cycle's plan fails verification."""
     chosen = settings(args, instance)
-    options = SolveOptions.of(time_limit=args.cycle_limit, seed=args.seed)
+    try:
+        options = SolveOptions.of(
+            time_limit=args.cycle_limit, seed=args.seed, max_evictions=args.max_evictions
+        )
+    except OptionError as err:
+        raise InputError([Problem(err.message, field=err.option)]) from None
     variants: list[tuple[str | None, Instance]] = [(None, instance)]
     if args.what_if is not None:
         what_if = load_what_if(args.what_if, instance)
@@ -217,17 +233,29 @@ def run(args: argparse.Namespace, instance: Instance) -> str:
         runs = run_on_dask(scenarios, setup, args.dask, None if args.quiet else _finished)
     else:
         runs = [s.run(setup, None if args.quiet else _throttled(_progress)) for s in scenarios]
-    outputs: list[tuple[str, str]] = []
+    outputs: list[tuple[str, str | bytes]] = []
     if args.jobs_out:
-        outputs.append((args.jobs_out, jobs_csv(runs)))
+        outputs.append((args.jobs_out, _table_file(args.jobs_out, jobs_csv(runs))))
     if args.series:
-        outputs.append((args.series, series_csv(runs)))
+        outputs.append((args.series, _table_file(args.series, series_csv(runs))))
     if args.json:
         outputs.append((args.json, to_json(runs)))
     if args.plot:
         outputs.append((args.plot, simulation_png(runs, instance.name)))
     write_all(outputs)
     return table(runs)
+
+
+def _table_file(path: str, csv_text: str) -> str | bytes:
+    """The table as written to ``path``: Parquet when the name ends in ``.parquet`` (columns
+    typed as pandas reads the CSV), the CSV otherwise."""
+    if not path.endswith(".parquet"):
+        return csv_text
+    import io
+
+    import pandas as pd
+
+    return pd.read_csv(io.StringIO(csv_text)).to_parquet(index=False)
 
 
 def _progress(at: object, seconds: float, events: int, cycles: int) -> None:
