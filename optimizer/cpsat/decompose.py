@@ -258,6 +258,7 @@ def improve(
                 runner,
                 max_batches,
             )
+    tail += runner.reserve
     parts = parts_of(full)
     state = _Rounds(full, start, parts, options.search.seed, relaxation)
     values = evaluate(full, start)
