@@ -74,3 +74,29 @@ def two_queues() -> dict[str, object]:
         {"name": "qb", "parent": "root"},
     ]
     return doc
+
+
+def tdm_scheduler(period: str) -> dict[str, Any]:
+    """A scheduler whose ``shuffle`` action runs TDM's evictions: zone rz1 revocable between
+    08:00 and 21:00, one round of evictions per ``period``."""
+    return {
+        "actions": "enqueue, allocate, backfill, shuffle",
+        "tiers": [
+            {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
+            {
+                "plugins": [
+                    {"name": "drf"},
+                    {"name": "predicates"},
+                    {"name": "proportion"},
+                    {"name": "nodeorder"},
+                    {
+                        "name": "tdm",
+                        "arguments": {
+                            "tdm.revocable-zone.rz1": "08:00-21:00",
+                            "tdm.evict.period": period,
+                        },
+                    },
+                ]
+            },
+        ],
+    }

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from sim_timelines import document, gpu_job, gpu_node, instance
+from sim_timelines import document, gpu_job, gpu_node, instance, tdm_scheduler
 
 from optimizer.cli import main
 from optimizer.options import SolveOptions
@@ -181,30 +181,6 @@ def test_a_placement_needing_released_room_waits_with_its_gang() -> None:
 TDM_ZONE = {"volcano.sh/revocable-zone": "rz1"}
 
 
-def _tdm(period: str) -> dict[str, Any]:
-    return {
-        "actions": "enqueue, allocate, backfill, shuffle",
-        "tiers": [
-            {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
-            {
-                "plugins": [
-                    {"name": "drf"},
-                    {"name": "predicates"},
-                    {"name": "proportion"},
-                    {"name": "nodeorder"},
-                    {
-                        "name": "tdm",
-                        "arguments": {
-                            "tdm.revocable-zone.rz1": "08:00-21:00",
-                            "tdm.evict.period": period,
-                        },
-                    },
-                ]
-            },
-        ],
-    }
-
-
 def _window_close(period: str, *plain: str) -> dict[str, Any]:
     """A revocable job of two 1-GPU pods (gang of 1, no disruption budget: one pod a TDM
     round) on z1 and z2, the two nodes of zone rz1 whose window is 08:00-21:00, from 20:59;
@@ -220,7 +196,7 @@ def _window_close(period: str, *plain: str) -> dict[str, Any]:
     )
     nodes = [gpu_node("z1", 1, TDM_ZONE), gpu_node("z2", 1, TDM_ZONE)]
     nodes += [gpu_node(name, 1) for name in plain]
-    return document(nodes, [job], now="2026-11-30T20:59:00Z", scheduler=_tdm(period))
+    return document(nodes, [job], now="2026-11-30T20:59:00Z", scheduler=tdm_scheduler(period))
 
 
 def _evictions(run) -> list[tuple[datetime, tuple[str, ...]]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from sim_timelines import document, gpu_job, gpu_node, instance
+from sim_timelines import document, gpu_job, gpu_node, instance, tdm_scheduler
 
 from optimizer.options import SolveOptions
 from optimizer.simulate import simulate
@@ -48,29 +48,6 @@ def test_gang_waits_for_the_completion_that_frees_its_room() -> None:
     assert run.end == at("2026-11-30T15:30:00")
 
 
-TDM = {
-    "actions": "enqueue, allocate, backfill, shuffle",
-    "tiers": [
-        {"plugins": [{"name": "priority"}, {"name": "gang"}, {"name": "conformance"}]},
-        {
-            "plugins": [
-                {"name": "drf"},
-                {"name": "predicates"},
-                {"name": "proportion"},
-                {"name": "nodeorder"},
-                {
-                    "name": "tdm",
-                    "arguments": {
-                        "tdm.revocable-zone.rz1": "08:00-21:00",
-                        "tdm.evict.period": "1m",
-                    },
-                },
-            ]
-        },
-    ],
-}
-
-
 def _window_close(**job_fields: object) -> dict[str, object]:
     """A revocable job of two 1-GPU pods (gang of 1, no disruption budget: 1 pod per round)
     running on the only two nodes, both in zone rz1 whose window is 08:00-21:00; it is 20:59."""
@@ -89,7 +66,7 @@ def _window_close(**job_fields: object) -> dict[str, object]:
         [gpu_node("z1", 1, zone), gpu_node("z2", 1, zone)],
         [job],
         now="2026-11-30T20:59:00Z",
-        scheduler=TDM,
+        scheduler=tdm_scheduler("1m"),
     )
 
 
